@@ -1,0 +1,1 @@
+"""The domain, with no I/O: manifests, digests, evidence levels, comparison keys, ranking."""

@@ -1,0 +1,96 @@
+"""Ranking inside one comparison group.
+
+Source-native groups rank by the source's own rule (SOL-ExecBench: `sol_score`, higher is
+better). Controlled groups rank by the protocol's primary latency statistic, lower is better, and
+call two runs tied when their difference is inside the measured noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from registry.manifests import BenchmarkProtocolSpec, BenchmarkRunSpec, RunStatus
+
+SOL_EXECBENCH_FAMILY = "sol_execbench_leaderboard"
+
+
+@dataclass(frozen=True)
+class RankRule:
+    """How a group orders its runs: by `metric`, `order`, with `noise`-aware ties or exact ones."""
+
+    metric: str
+    order: Literal["asc", "desc"]
+    noise_aware: bool
+
+
+@dataclass(frozen=True)
+class Entry:
+    run_id: str
+    value: float | None  # None: not rankable (failed, disqualified, no value)
+    noise: float = 0.0  # half-width within which another value counts as equal
+
+
+def rank_rule_for(protocol: BenchmarkProtocolSpec) -> RankRule:
+    if protocol.comparability.family == SOL_EXECBENCH_FAMILY:
+        return RankRule(metric="sol_score", order="desc", noise_aware=False)
+    return RankRule(metric=protocol.measurement.primaryStatistic, order="asc", noise_aware=True)
+
+
+def rank_value(rule: RankRule, run: BenchmarkRunSpec) -> tuple[float | None, float]:
+    """The value a run is ranked by and its noise; (None, 0) when it must not be ranked."""
+    if run.status is not RunStatus.passed:
+        return None, 0.0
+    if rule.metric == "sol_score":
+        score = run.sourceNative.metrics.get("sol_score") if run.sourceNative else None
+        if isinstance(score, bool) or not isinstance(score, (int, float)):
+            return None, 0.0
+        return float(score), 0.0
+    value = run.timing.latencyNs.get(rule.metric)
+    if value is None:
+        return None, 0.0
+    return float(value), _noise_ns(run)
+
+
+def _noise_ns(run: BenchmarkRunSpec) -> float:
+    """Half the interquartile range of the suite's per-case spread, summed relative to the
+    aggregate: a conservative band inside which two suite aggregates cannot be told apart."""
+    p25 = run.timing.latencyNs.get("p25")
+    p75 = run.timing.latencyNs.get("p75")
+    if p25 is not None and p75 is not None and p75 >= p25:
+        return (p75 - p25) / 2
+    return 0.0
+
+
+def rank_entries(rule: RankRule, entries: list[Entry]) -> dict[str, int | None]:
+    """Competition ranking ("1224"): equal values share a rank, the next rank skips.
+
+    With a noise-aware rule a run ties the best run of the current rank when their values are
+    within the larger of the two noise bands. Unrankable entries get None.
+    """
+    ranked = [e for e in entries if e.value is not None]
+    ranked.sort(key=lambda e: (-e.value if rule.order == "desc" else e.value, e.run_id))
+    ranks: dict[str, int | None] = {e.run_id: None for e in entries if e.value is None}
+    anchor: Entry | None = None
+    anchor_rank = 0
+    for position, entry in enumerate(ranked, start=1):
+        if anchor is not None and _tied(rule, anchor, entry):
+            ranks[entry.run_id] = anchor_rank
+            continue
+        anchor, anchor_rank = entry, position
+        ranks[entry.run_id] = position
+    return ranks
+
+
+def _tied(rule: RankRule, a: Entry, b: Entry) -> bool:
+    if a.value == b.value:
+        return True
+    if not rule.noise_aware:
+        return False
+    return abs(a.value - b.value) <= max(a.noise, b.noise)
+
+
+def leader(ranks: dict[str, int | None]) -> str | None:
+    """The #1 run; among runs tied at 1, the first by id (stable)."""
+    firsts = sorted(run_id for run_id, rank in ranks.items() if rank == 1)
+    return firsts[0] if firsts else None
