@@ -1,0 +1,1 @@
+"""Assembly: settings, the Starlette app, the schema object, auth, the CLI, the embedded database."""

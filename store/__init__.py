@@ -1,0 +1,1 @@
+"""MongoDB through PyMongo's AsyncMongoClient: collections, indexes, validators, publish, queries."""

@@ -1,0 +1,39 @@
+"""The event log: every publication and group change, in one total order (`seq`).
+
+`seq` comes from a counter document so that it is one order across server processes; a
+subscriber resumes after the last `seq` it saw. Blocks of numbers are reserved in one round trip.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+
+
+async def reserve(db: AsyncDatabase, count: int) -> int:
+    """Reserve `count` consecutive sequence numbers; return the first."""
+    counter = await db.counters.find_one_and_update(
+        {"_id": "events"},
+        {"$inc": {"seq": count}},
+        upsert=True,
+        return_document=ReturnDocument.AFTER,
+    )
+    return counter["seq"] - count + 1
+
+
+def event_document(seq: int, type_: str, at: datetime, **data: Any) -> dict[str, Any]:
+    return {"seq": seq, "type": type_, "at": at, **{k: v for k, v in data.items() if v is not None}}
+
+
+async def append(db: AsyncDatabase, type_: str, at: datetime, **data: Any) -> dict[str, Any]:
+    seq = await reserve(db, 1)
+    doc = event_document(seq, type_, at, **data)
+    await db.events.insert_one(doc)
+    return doc
+
+
+async def after(db: AsyncDatabase, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
+    return await db.events.find({"seq": {"$gt": seq}}).sort("seq", 1).limit(limit).to_list()

@@ -1,0 +1,308 @@
+"""Publishing: a run with every object it references, idempotently and all-or-nothing.
+
+- The same manifest twice is one document with one digest.
+- A different run under an existing (source, externalId) is a new run that supersedes the old one;
+  the old one is kept, marked `current: false` and `supersededBy`.
+- Referenced objects are written before the run (each is a complete, immutable manifest on its
+  own); the run, the supersession and its events are written in one transaction, so a run never
+  exists without what it references and a half-superseded record never exists.
+- Each publication appends an event; comparison groups touched are recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import BulkWriteError
+
+from registry.comparison import group_identity
+from registry.digest import manifest_digest
+from registry.evidence import derive_evidence_level
+from registry.manifests import Manifest, ManifestError
+from registry.ranking import rank_rule_for, rank_value
+from store import events, groups
+from store.chunks import chunked
+from store.schema import COLLECTION_BY_KIND
+
+REFERENCED = ("definition", "workload", "protocol", "environment", "implementation")
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """One run with every object it references."""
+
+    run: Manifest
+    definition: Manifest
+    workload: Manifest
+    protocol: Manifest
+    environment: Manifest
+    implementation: Manifest
+    # The runner identity whose signed, verified result this run is (controlled reruns only).
+    verified_by: str | None = None
+
+
+@dataclass(frozen=True)
+class PublishOutcome:
+    status: Literal["new", "unchanged", "superseded"]
+    run_digest: str
+    superseded_digest: str | None = None
+    group_key: str | None = None
+
+
+@dataclass
+class _Prepared:
+    bundle: Bundle
+    digests: dict[str, str]
+    run_doc: dict[str, Any]
+    external: tuple[str, str] | None
+    outcome: PublishOutcome | None = None
+    superseded: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def check_references(bundle: Bundle) -> dict[str, str]:
+    """Digests of the bundle's objects; raise ManifestError when the run points elsewhere."""
+    problems = []
+    digests = {}
+    for role in REFERENCED:
+        manifest = getattr(bundle, role)
+        expected_kind = {
+            "definition": "OperationSpec",
+            "workload": "WorkloadSuite",
+            "protocol": "BenchmarkProtocol",
+            "environment": "ExecutionEnvironment",
+            "implementation": "ImplementationRevision",
+        }[role]
+        if manifest.kind != expected_kind:
+            problems.append((role, f"expected a {expected_kind}, got {manifest.kind}"))
+            continue
+        digests[role] = manifest_digest(manifest)
+    if bundle.run.kind != "BenchmarkRun":
+        problems.append(("run", f"expected a BenchmarkRun, got {bundle.run.kind}"))
+    if problems:
+        raise ManifestError(problems)
+    spec = bundle.run.spec
+    for role, field_name in (
+        ("workload", "workloadDigest"),
+        ("protocol", "protocolDigest"),
+        ("environment", "environmentDigest"),
+        ("implementation", "implementationDigest"),
+    ):
+        if getattr(spec, field_name) != digests[role]:
+            problems.append((f"spec.{field_name}", f"does not match the {role} given ({digests[role]})"))
+    definition = digests["definition"]
+    if bundle.workload.spec.definitionDigest != definition:
+        problems.append(("workload.spec.definitionDigest", "does not match the definition given"))
+    if bundle.implementation.spec.definitionDigest != definition:
+        problems.append(("implementation.spec.definitionDigest", "does not match the definition given"))
+    if problems:
+        raise ManifestError(problems)
+    digests["run"] = manifest_digest(bundle.run)
+    return digests
+
+
+def manifest_document(manifest: Manifest, digest: str, now: datetime) -> dict[str, Any]:
+    return {"_id": digest, **manifest.to_json(), "storedAt": now}
+
+
+def _run_document(bundle: Bundle, digests: dict[str, str], now: datetime) -> dict[str, Any]:
+    spec = bundle.run.spec
+    identity = group_identity(
+        definition_digest=digests["definition"],
+        workload_digest=digests["workload"],
+        protocol=bundle.protocol.spec,
+        environment=bundle.environment.spec,
+    )
+    rule = rank_rule_for(bundle.protocol.spec)
+    value, noise = rank_value(rule, spec)
+    doc = manifest_document(bundle.run, digests["run"], now)
+    doc.update(
+        definitionDigest=digests["definition"],
+        groupKey=identity.key(),
+        gpu=bundle.environment.spec.hardware.product,
+        status=spec.status.value,
+        current=True,
+        rank=None,
+        rankValue=value,
+        rankNoise=noise,
+        verifiedBy=[bundle.verified_by] if bundle.verified_by else [],
+        evidenceLevel=derive_evidence_level(
+            implementation=bundle.implementation.spec,
+            verifying_runners={bundle.verified_by} if bundle.verified_by else set(),
+        ).value,
+    )
+    if spec.sourceNative is not None:
+        doc["source"] = spec.sourceNative.source
+        doc["externalId"] = spec.sourceNative.externalId
+    else:
+        doc["source"] = "kernelindex"
+    return doc
+
+
+async def publish(db: AsyncDatabase, bundle: Bundle) -> PublishOutcome:
+    return (await publish_many(db, [bundle]))[0]
+
+
+async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle]) -> list[PublishOutcome]:
+    """Publish bundles in one batch: a few round trips per batch, not per run."""
+    now = datetime.now(UTC)
+    prepared = []
+    for bundle in bundles:
+        digests = check_references(bundle)
+        doc = _run_document(bundle, digests, now)
+        external = (doc["source"], doc["externalId"]) if "externalId" in doc else None
+        prepared.append(_Prepared(bundle, digests, doc, external))
+
+    await _insert_referenced_objects(db, prepared, now)
+
+    # Which runs exist already (unchanged), and which external ids have another current run.
+    existing = await _existing_ids(db.runs, {p.digests["run"] for p in prepared})
+    current_by_external = await _current_runs_by_external_id(
+        db, [p.external for p in prepared if p.external and p.digests["run"] not in existing]
+    )
+    fresh: list[_Prepared] = []
+    seen_in_batch: set[str] = set()
+    for p in prepared:
+        digest = p.digests["run"]
+        if digest in existing or digest in seen_in_batch:
+            p.outcome = PublishOutcome("unchanged", digest, group_key=p.run_doc["groupKey"])
+            continue
+        seen_in_batch.add(digest)
+        previous = current_by_external.get(p.external) if p.external else None
+        if previous is not None:
+            p.superseded = previous
+            p.run_doc["supersedes"] = previous
+        if p.external:
+            # A later bundle in the same batch for the same record supersedes this one.
+            current_by_external[p.external] = digest
+        fresh.append(p)
+
+    # Within one batch, a record published twice: only the last one stays current.
+    for index, p in enumerate(fresh):
+        later = [q for q in fresh[index + 1 :] if p.external and q.external == p.external]
+        if later:
+            p.run_doc["current"] = False
+            p.run_doc["supersededBy"] = later[0].digests["run"]
+
+    if fresh:
+        await _write_runs(db, fresh, now)
+    for p in fresh:
+        status = "superseded" if p.superseded else "new"
+        p.outcome = PublishOutcome(status, p.digests["run"], p.superseded, p.run_doc["groupKey"])
+
+    touched = {p.run_doc["groupKey"]: p for p in fresh}
+    for key, p in touched.items():
+        await groups.ensure_group(db, key, p.bundle, p.digests, now)
+    await groups.recompute(db, list(touched), now)
+    if any(p.bundle.verified_by for p in fresh):
+        await _refresh_replication(db, [p for p in fresh if p.bundle.verified_by])
+    return [p.outcome for p in prepared]
+
+
+async def _insert_referenced_objects(db: AsyncDatabase, prepared: list[_Prepared], now: datetime) -> None:
+    by_collection: dict[str, dict[str, dict[str, Any]]] = {}
+    for p in prepared:
+        for role in REFERENCED:
+            manifest = getattr(p.bundle, role)
+            digest = p.digests[role]
+            collection = COLLECTION_BY_KIND[manifest.kind]
+            by_collection.setdefault(collection, {}).setdefault(
+                digest, manifest_document(manifest, digest, now)
+            )
+    for collection, docs in by_collection.items():
+        present = await _existing_ids(db[collection], set(docs))
+        missing = [doc for digest, doc in docs.items() if digest not in present]
+        await insert_ignoring_duplicates(db[collection], missing)
+
+
+async def insert_ignoring_duplicates(collection, docs: list[dict[str, Any]]) -> None:
+    """Insert immutable documents; one that another writer inserted first is the same object."""
+    if not docs:
+        return
+    try:
+        await collection.insert_many(docs, ordered=False)
+    except BulkWriteError as error:
+        others = [e for e in error.details.get("writeErrors", []) if e.get("code") != 11000]
+        if others:
+            raise
+
+
+async def _existing_ids(collection, ids: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    for chunk in chunked(sorted(ids)):
+        async for doc in collection.find({"_id": {"$in": chunk}}, {"_id": 1}):
+            found.add(doc["_id"])
+    return found
+
+
+async def _current_runs_by_external_id(
+    db: AsyncDatabase, externals: list[tuple[str, str]]
+) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    by_source: dict[str, set[str]] = {}
+    for source, external_id in externals:
+        by_source.setdefault(source, set()).add(external_id)
+    for source, ids in by_source.items():
+        for chunk in chunked(sorted(ids)):
+            query = {"source": source, "externalId": {"$in": chunk}, "current": True}
+            async for doc in db.runs.find(query, {"_id": 1, "externalId": 1}):
+                out[(source, doc["externalId"])] = doc["_id"]
+    return out
+
+
+async def _write_runs(db: AsyncDatabase, fresh: list[_Prepared], now: datetime) -> None:
+    first_seq = await events.reserve(db, len(fresh))
+    event_docs = []
+    for offset, p in enumerate(fresh):
+        p.run_doc["seq"] = first_seq + offset
+        event_docs.append(
+            events.event_document(
+                first_seq + offset,
+                "run.published",
+                now,
+                runDigest=p.digests["run"],
+                groupKey=p.run_doc["groupKey"],
+                definitionDigest=p.digests["definition"],
+                gpu=p.run_doc["gpu"],
+                source=p.run_doc["source"],
+                supersedes=p.superseded,
+            )
+        )
+    superseded = [(p.superseded, p.digests["run"]) for p in fresh if p.superseded]
+    async with db.client.start_session() as session:
+        async with await session.start_transaction():
+            # Step the old runs aside first: the partial unique index admits one current run
+            # per external id.
+            for old, new in superseded:
+                await db.runs.update_one(
+                    {"_id": old, "current": True},
+                    {"$set": {"current": False, "supersededBy": new, "rank": None}},
+                    session=session,
+                )
+            await db.runs.insert_many([p.run_doc for p in fresh], ordered=True, session=session)
+            await db.events.insert_many(event_docs, ordered=True, session=session)
+
+
+async def _refresh_replication(db: AsyncDatabase, verified: list[_Prepared]) -> None:
+    """Two distinct runner identities verifying the same implementation on the same workload,
+    protocol and GPU lift every such run to Independently Replicated."""
+    for p in verified:
+        spec = p.bundle.run.spec
+        query = {
+            "spec.implementationDigest": spec.implementationDigest,
+            "spec.workloadDigest": spec.workloadDigest,
+            "spec.protocolDigest": spec.protocolDigest,
+            "gpu": p.run_doc["gpu"],
+            "status": "passed",
+        }
+        runners: set[str] = set()
+        async for doc in db.runs.find(query, {"verifiedBy": 1}):
+            runners.update(doc.get("verifiedBy", []))
+        level = derive_evidence_level(
+            implementation=p.bundle.implementation.spec, verifying_runners=runners
+        ).value
+        await db.runs.update_many({**query, "verifiedBy": {"$ne": []}}, {"$set": {"evidenceLevel": level}})

@@ -1,0 +1,122 @@
+"""Collections, their `$jsonSchema` validators and indexes. `ensure_schema` is idempotent."""
+
+from __future__ import annotations
+
+from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import CollectionInvalid
+
+# One collection per manifest kind.
+COLLECTION_BY_KIND = {
+    "OperationSpec": "definitions",
+    "WorkloadSuite": "workloads",
+    "ImplementationRevision": "implementations",
+    "BenchmarkProtocol": "protocols",
+    "ExecutionEnvironment": "environments",
+    "BenchmarkRun": "runs",
+    "Attestation": "attestations",
+}
+KIND_BY_COLLECTION = {collection: kind for kind, collection in COLLECTION_BY_KIND.items()}
+
+DIGEST_PATTERN = "^sha256:[0-9a-f]{64}$"
+
+
+def _manifest_validator(kind: str, extra_required: tuple[str, ...] = (), extra_props: dict | None = None) -> dict:
+    return {
+        "$jsonSchema": {
+            "bsonType": "object",
+            "required": ["_id", "apiVersion", "kind", "metadata", "spec", "storedAt", *extra_required],
+            "properties": {
+                "_id": {"bsonType": "string", "pattern": DIGEST_PATTERN},
+                "apiVersion": {"enum": ["kernelindex.dev/v1alpha1"]},
+                "kind": {"enum": [kind]},
+                "metadata": {"bsonType": "object", "required": ["name"]},
+                "spec": {"bsonType": "object"},
+                "storedAt": {"bsonType": "date"},
+                **(extra_props or {}),
+            },
+        }
+    }
+
+
+_RUN_FIELDS = {
+    "definitionDigest": {"bsonType": "string", "pattern": DIGEST_PATTERN},
+    "groupKey": {"bsonType": "string", "pattern": DIGEST_PATTERN},
+    "current": {"bsonType": "bool"},
+    "status": {"enum": ["passed", "incorrect", "failed", "disqualified", "pending", "cancelled"]},
+    "evidenceLevel": {
+        "enum": ["Reported", "Reproducible", "KernelIndex Verified", "Independently Replicated"]
+    },
+    "seq": {"bsonType": ["int", "long"]},
+}
+
+VALIDATORS: dict[str, dict] = {
+    collection: _manifest_validator(kind) for kind, collection in COLLECTION_BY_KIND.items()
+}
+VALIDATORS["runs"] = _manifest_validator(
+    "BenchmarkRun",
+    ("definitionDigest", "groupKey", "current", "status", "evidenceLevel", "seq"),
+    _RUN_FIELDS,
+)
+VALIDATORS["comparison_groups"] = {
+    "$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "definitionDigest", "workloadDigest", "family", "familyVersion", "gpu", "rankRule", "size"],
+        "properties": {
+            "_id": {"bsonType": "string", "pattern": DIGEST_PATTERN},
+            "size": {"bsonType": ["int", "long"], "minimum": 0},
+        },
+    }
+}
+VALIDATORS["source_snapshots"] = {
+    "$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "source", "url", "fetchedAt", "sha256", "body"],
+        "properties": {
+            "_id": {"bsonType": "string", "pattern": DIGEST_PATTERN},
+            "body": {"bsonType": "binData"},
+            "fetchedAt": {"bsonType": "date"},
+        },
+    }
+}
+VALIDATORS["events"] = {
+    "$jsonSchema": {
+        "bsonType": "object",
+        "required": ["seq", "type", "at"],
+        "properties": {"seq": {"bsonType": ["int", "long"]}, "type": {"bsonType": "string"}},
+    }
+}
+
+INDEXES: dict[str, list[IndexModel]] = {
+    "runs": [
+        # Only the current run of an external record holds its (source, externalId); superseded
+        # runs are kept but step aside.
+        IndexModel(
+            [("source", ASCENDING), ("externalId", ASCENDING)],
+            name="current_external_id",
+            unique=True,
+            partialFilterExpression={"current": True, "externalId": {"$exists": True}},
+        ),
+        IndexModel([("seq", DESCENDING)], name="seq", unique=True),
+        IndexModel([("groupKey", ASCENDING)], name="group"),
+        IndexModel([("definitionDigest", ASCENDING)], name="definition"),
+        IndexModel([("externalId", ASCENDING)], name="external_id"),
+    ],
+    "events": [IndexModel([("seq", ASCENDING)], name="seq", unique=True)],
+    "comparison_groups": [IndexModel([("definitionDigest", ASCENDING)], name="definition")],
+    "source_snapshots": [IndexModel([("source", ASCENDING), ("url", ASCENDING)], name="source_url")],
+}
+
+
+async def ensure_schema(db: AsyncDatabase) -> None:
+    existing = set(await db.list_collection_names())
+    for name, validator in VALIDATORS.items():
+        if name in existing:
+            await db.command("collMod", name, validator=validator)
+        else:
+            try:
+                await db.create_collection(name, validator=validator)
+            except CollectionInvalid:
+                pass  # created concurrently by another process
+    for name, indexes in INDEXES.items():
+        await db[name].create_indexes(indexes)
