@@ -1,0 +1,1 @@
+"""One package per external source: discover → fetch → parse → normalize → publish."""

@@ -1,0 +1,199 @@
+"""`kernelindex import sol-execbench`: the steps strung together, with progress and a report.
+
+    exit_code = await import_command(db, snapshot_dir=..., base_url=..., kernels=..., limit=...,
+                                     dry_run=..., console=Console())
+
+`run_import` does the work and returns an `ImportReport`; `import_command` also prints it and
+turns a fatal source error (host unreachable, kernel list unusable) into exit code 2.
+
+Per kernel: fetch and parse its detail, normalize its OperationSpec and WorkloadSuite, fetch
+every page of submissions, parse and normalize each record. A bad kernel, page or record is
+rejected with its reason and the rest goes on. Runs are published in batches of `batch_size`
+(snapshots first). With `dry_run` nothing is written (the database is not even touched) and the
+report carries the plan.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pymongo.asynchronous.database import AsyncDatabase
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from loaders.sol_execbench.discover import discover
+from loaders.sol_execbench.fetch import FetchError, Response, Source, fetch_kernel, fetch_submission_pages, open_source
+from loaders.sol_execbench.normalize import (
+    Rejected,
+    RunManifests,
+    Skipped,
+    normalize_kernel,
+    normalize_submission,
+)
+from loaders.sol_execbench.parse import ParseError, parse_kernel, parse_submission, record_label
+from loaders.sol_execbench.publish import keep_snapshots, publish_runs
+from loaders.sol_execbench.report import ImportReport, KernelPlan, print_report
+from registry.digest import sha256_digest
+
+BATCH_SIZE = 2000
+
+
+@dataclass
+class _Batch:
+    """Responses and runs waiting to be written together."""
+
+    responses: list[Response] = field(default_factory=list)
+    runs: list[RunManifests] = field(default_factory=list)
+
+
+async def run_import(
+    db: AsyncDatabase | None,
+    *,
+    snapshot_dir: Path | None = None,
+    base_url: str | None = None,
+    kernels: list[int] | None = None,
+    limit: int | None = None,
+    dry_run: bool = False,
+    console: Console | None = None,
+    source: Source | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> ImportReport:
+    """Import SOL-ExecBench from the live API (`base_url`, default the public one) or from a
+    snapshot directory. Raises `FetchError` / `ParseError` when the kernel list itself cannot be
+    had; everything smaller is reported in the returned `ImportReport`."""
+    if db is None and not dry_run:
+        raise ValueError("a database is needed unless dry_run")
+    console = console or Console(stderr=True)
+    source = source or open_source(snapshot_dir=snapshot_dir, base_url=base_url)
+    report = ImportReport(source=source.describe(), dry_run=dry_run)
+    started = time.perf_counter()
+    batch = _Batch()
+    try:
+        found = await discover(source, kernel_ids=kernels, limit=limit)
+        report.kernels_listed = len(found.listed)
+        report.kernels_selected = len(found.selected)
+        for subject, reason in found.problems:
+            report.reject(subject, reason)
+        batch.responses.append(found.response)
+
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("kernels · {task.fields[runs]} runs"),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("SOL-ExecBench", total=len(found.selected), runs=0)
+            for summary in found.selected:
+                progress.update(task, description=f"kernel {summary.id}")
+                await _import_kernel(source, summary.id, report, batch)
+                if len(batch.runs) >= batch_size:
+                    await _flush(db, batch, report)
+                progress.update(task, advance=1, runs=report.parsed)
+            await _flush(db, batch, report)
+            progress.update(task, description="SOL-ExecBench")
+    finally:
+        await source.aclose()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+async def _import_kernel(source: Source, kernel_id: int, report: ImportReport, batch: _Batch) -> None:
+    subject = f"kernel {kernel_id}"
+    try:
+        response = await fetch_kernel(source, kernel_id)
+    except FetchError as error:
+        if error.response is not None:
+            batch.responses.append(error.response)
+        report.reject(subject, error.reason)
+        return
+    batch.responses.append(response)
+    try:
+        kernel = parse_kernel(response.body)
+        if kernel.id != kernel_id:
+            raise Rejected(f"GET /kernels/{kernel_id} answered kernel {kernel.id}")
+        manifests = normalize_kernel(kernel)
+    except (ParseError, Rejected) as error:
+        report.reject(subject, str(error))
+        return
+    report.kernels_imported += 1
+    plan = KernelPlan(kernel_id, kernel.name)
+    report.plan.append(plan)
+
+    seen: set[int] = set()
+    async for fetched in fetch_submission_pages(source, kernel_id):
+        if fetched.response is not None:
+            batch.responses.append(fetched.response)
+        if fetched.error is not None:
+            report.reject(f"{subject} submissions offset {fetched.offset}", fetched.error)
+            continue
+        snapshot_digest = sha256_digest(fetched.response.body)
+        for record in fetched.page.records:
+            label = record_label(record)
+            try:
+                submission = parse_submission(record)
+            except ParseError as error:
+                report.discovered += 1
+                plan.discovered += 1
+                report.reject(label, str(error))
+                continue
+            if submission.id in seen:
+                continue  # paging shifted under us: the same record twice
+            seen.add(submission.id)
+            report.discovered += 1
+            plan.discovered += 1
+            try:
+                run = normalize_submission(submission, manifests, snapshot_digest=snapshot_digest)
+            except Rejected as error:
+                report.reject(label, str(error))
+                continue
+            except Skipped as error:
+                report.skip(label, str(error))
+                continue
+            report.parsed += 1
+            plan.runs += 1
+            plan.groups[f"{submission.gpu_type} · {submission.evaluation_stack_version}"] += 1
+            batch.runs.append(run)
+
+
+async def _flush(db: AsyncDatabase | None, batch: _Batch, report: ImportReport) -> None:
+    report.snapshots_seen += len({sha256_digest(r.body) for r in batch.responses})
+    if not report.dry_run:
+        report.snapshots_saved += await keep_snapshots(db, batch.responses)
+        for outcome in await publish_runs(db, batch.runs):
+            setattr(report, outcome.status, getattr(report, outcome.status) + 1)
+    batch.responses.clear()
+    batch.runs.clear()
+
+
+async def import_command(
+    db: AsyncDatabase | None,
+    *,
+    snapshot_dir: Path | None = None,
+    base_url: str | None = None,
+    kernels: list[int] | None = None,
+    limit: int | None = None,
+    dry_run: bool = False,
+    console: Console | None = None,
+) -> int:
+    """What `kernelindex import sol-execbench` runs. Exit code: 0 all imported, 1 some records
+    rejected, 2 nothing could be imported (source unreachable, kernel list unusable)."""
+    console = console or Console()
+    try:
+        report = await run_import(
+            db,
+            snapshot_dir=snapshot_dir,
+            base_url=base_url,
+            kernels=kernels,
+            limit=limit,
+            dry_run=dry_run,
+            console=console,
+        )
+    except (FetchError, ParseError) as error:
+        console.print(f"[bold red]SOL-ExecBench import failed:[/bold red] {error}")
+        return 2
+    print_report(report, console)
+    return 1 if report.rejected else 0
