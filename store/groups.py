@@ -56,6 +56,14 @@ async def ensure_group(db: AsyncDatabase, key: str, bundle: Bundle, digests: dic
     )
 
 
+UNRANKED_ORDER = 2**31 - 1
+
+
+def rank_order(rank: int | None) -> int:
+    """A sortable stand-in for rank: unranked runs list after every ranked one."""
+    return UNRANKED_ORDER if rank is None else rank
+
+
 async def recompute(db: AsyncDatabase, keys: list[str], now: datetime) -> None:
     """Re-rank each group from its current members; write only the ranks that moved."""
     for key in keys:
@@ -71,7 +79,7 @@ async def recompute(db: AsyncDatabase, keys: list[str], now: datetime) -> None:
             rule, [Entry(m["_id"], m.get("rankValue"), m.get("rankNoise") or 0.0) for m in members]
         )
         updates = [
-            UpdateOne({"_id": m["_id"]}, {"$set": {"rank": ranks[m["_id"]]}})
+            UpdateOne({"_id": m["_id"]}, {"$set": {"rank": ranks[m["_id"]], "rankOrder": rank_order(ranks[m["_id"]])}})
             for m in members
             if m.get("rank") != ranks[m["_id"]]
         ]

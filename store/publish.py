@@ -127,6 +127,7 @@ def _run_document(bundle: Bundle, digests: dict[str, str], now: datetime) -> dic
         status=spec.status.value,
         current=True,
         rank=None,
+        rankOrder=groups.UNRANKED_ORDER,
         rankValue=value,
         rankNoise=noise,
         verifiedBy=[bundle.verified_by] if bundle.verified_by else [],
@@ -160,7 +161,7 @@ async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle]) -> list[Pub
     await _insert_referenced_objects(db, prepared, now)
 
     # Which runs exist already (unchanged), and which external ids have another current run.
-    existing = await _existing_ids(db.runs, {p.digests["run"] for p in prepared})
+    existing = await existing_ids(db.runs, {p.digests["run"] for p in prepared})
     current_by_external = await _current_runs_by_external_id(
         db, [p.external for p in prepared if p.external and p.digests["run"] not in existing]
     )
@@ -214,7 +215,7 @@ async def _insert_referenced_objects(db: AsyncDatabase, prepared: list[_Prepared
                 digest, manifest_document(manifest, digest, now)
             )
     for collection, docs in by_collection.items():
-        present = await _existing_ids(db[collection], set(docs))
+        present = await existing_ids(db[collection], set(docs))
         missing = [doc for digest, doc in docs.items() if digest not in present]
         await insert_ignoring_duplicates(db[collection], missing)
 
@@ -231,7 +232,7 @@ async def insert_ignoring_duplicates(collection, docs: list[dict[str, Any]]) -> 
             raise
 
 
-async def _existing_ids(collection, ids: Iterable[str]) -> set[str]:
+async def existing_ids(collection, ids: Iterable[str]) -> set[str]:
     found: set[str] = set()
     for chunk in chunked(sorted(ids)):
         async for doc in collection.find({"_id": {"$in": chunk}}, {"_id": 1}):
@@ -280,7 +281,7 @@ async def _write_runs(db: AsyncDatabase, fresh: list[_Prepared], now: datetime) 
             for old, new in superseded:
                 await db.runs.update_one(
                     {"_id": old, "current": True},
-                    {"$set": {"current": False, "supersededBy": new, "rank": None}},
+                    {"$set": {"current": False, "supersededBy": new, "rank": None, "rankOrder": groups.UNRANKED_ORDER}},
                     session=session,
                 )
             await db.runs.insert_many([p.run_doc for p in fresh], ordered=True, session=session)

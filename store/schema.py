@@ -98,7 +98,7 @@ INDEXES: dict[str, list[IndexModel]] = {
             partialFilterExpression={"current": True, "externalId": {"$exists": True}},
         ),
         IndexModel([("seq", DESCENDING)], name="seq", unique=True),
-        IndexModel([("groupKey", ASCENDING)], name="group"),
+        IndexModel([("groupKey", ASCENDING), ("rankOrder", ASCENDING), ("seq", ASCENDING)], name="group_rank"),
         IndexModel([("definitionDigest", ASCENDING)], name="definition"),
         IndexModel([("externalId", ASCENDING)], name="external_id"),
     ],

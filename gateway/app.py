@@ -1,0 +1,130 @@
+"""The Starlette application: GraphQL (HTTP and WebSocket) at /graphql, plus a few plain routes."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
+from strawberry.asgi import GraphQL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+
+from gateway.schema import build_schema
+from gateway.settings import Settings
+from resolvers.context import Context
+from resolvers.dataloaders import Loaders
+from resolvers.types.protocol import manifest_json
+from store.client import make_client
+from store.schema import ensure_schema
+
+
+class KernelIndexGraphQL(GraphQL):
+    """Strawberry's ASGI app with our per-request context."""
+
+    def __init__(self, schema, app_state: Any, settings: Settings):
+        super().__init__(
+            schema,
+            graphql_ide="graphiql",
+            # graphql-transport-ws only: the legacy protocol had an auth bypass.
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+        )
+        self.app_state = app_state
+        self.settings = settings
+
+    async def get_context(self, request: Any, response: Any = None) -> Context:
+        db = self.app_state.db
+        return Context(
+            db=db,
+            loaders=Loaders(db),
+            public_url=self.settings.public_url,
+            request=request,
+            response=response,
+        )
+
+
+class BodySizeLimit:
+    """Refuse request bodies over the limit before anything parses them."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int):
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(send)
+            return
+        received = 0
+
+        async def counting_receive() -> dict:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, counting_receive, send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        body = (
+            b'{"errors":[{"message":"request body is larger than the limit of '
+            + str(self.max_bytes).encode()
+            + b' bytes","extensions":{"code":"PAYLOAD_TOO_LARGE"}}]}'
+        )
+        await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(mongodb_uri: str, settings: Settings | None = None) -> ASGIApp:
+    settings = settings or Settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        # The client is made here, on the serving event loop.
+        client = make_client(mongodb_uri)
+        app.state.client = client
+        app.state.db = client[settings.database]
+        await ensure_schema(app.state.db)
+        try:
+            yield
+        finally:
+            await client.close()
+
+    async def run_manifest(request: Request) -> Any:
+        doc = await request.app.state.db.runs.find_one({"_id": request.path_params["digest"]})
+        if doc is None:
+            return JSONResponse({"error": "no run with this digest"}, status_code=404)
+        return JSONResponse(manifest_json(doc))
+
+    async def healthz(request: Request) -> Any:
+        await request.app.state.db.command("ping")
+        return PlainTextResponse("ok")
+
+    app = Starlette(lifespan=lifespan)
+    graphql = KernelIndexGraphQL(build_schema(settings), app.state, settings)
+    app.router.routes.extend(
+        [
+            Route("/graphql", graphql, methods=["GET", "POST"]),
+            WebSocketRoute("/graphql", graphql),
+            Route("/runs/{digest}", run_manifest),
+            Route("/healthz", healthz),
+            Route("/", lambda request: RedirectResponse("/graphql")),
+        ]
+    )
+    return BodySizeLimit(app, settings.max_body_bytes)

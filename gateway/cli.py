@@ -1,0 +1,271 @@
+"""The `kernelindex` command line.
+
+Every command prints one clear line on failure (`error: ...`) and exits non-zero; no tracebacks
+for expected problems.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import threading
+from pathlib import Path
+
+from gateway.embedded import EmbeddedDatabaseError, EmbeddedServer, _port_taken, clear_address, home, write_address
+from gateway.settings import Settings
+from registry.manifests import ManifestError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = REPO_ROOT / "data"
+
+
+class CommandError(Exception):
+    """A failure to report as one line."""
+
+
+def fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+# ---------------------------------------------------------------- serve
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from gateway.app import create_app
+    from gateway.bootstrap import bootstrap
+
+    if _port_taken(args.host, args.port):
+        return fail(f"port {args.port} on {args.host} is already in use; choose another with --port")
+    server = None
+    if settings.mongodb_uri:
+        uri = settings.mongodb_uri
+    else:
+        server = EmbeddedServer(
+            home() / "db", port=args.db_port, log_path=home() / "secantusd.log", startup_timeout_s=args.db_timeout
+        )
+        uri = server.start()
+        write_address(server)
+        print(f"embedded database on {uri} (data in {home() / 'db'})", file=sys.stderr)
+    try:
+        if not args.no_data:
+            asyncio.run(bootstrap(uri, settings, DATA_DIR))
+        config = uvicorn.Config(create_app(uri, settings), host=args.host, port=args.port, log_level="info")
+        web = uvicorn.Server(config)
+        died: list[int] = []
+        if server is not None:
+            threading.Thread(target=_watch_child, args=(server, web, died), daemon=True).start()
+        print(f"KernelIndex GraphQL on http://{args.host}:{args.port}/graphql", file=sys.stderr)
+        web.run()
+        if died:
+            return fail(f"the embedded database exited unexpectedly (code {died[0]}); see {home() / 'secantusd.log'}")
+        return 0
+    finally:
+        if server is not None:
+            server.stop()
+            clear_address()
+
+
+def _watch_child(server: EmbeddedServer, web, died: list[int]) -> None:
+    while not web.should_exit:
+        code = server.process.poll()
+        if code is not None:
+            died.append(code)
+            web.should_exit = True
+            return
+        threading.Event().wait(0.5)
+
+
+# ---------------------------------------------------------------- load / export
+
+
+def cmd_load(args: argparse.Namespace, settings: Settings) -> int:
+    from gateway.database import database_uri
+    from gateway.manifest_files import read_manifests
+
+    manifests, problems = [], []
+    for name in args.files:
+        path = Path(name)
+        if not path.is_file():
+            problems.append((name, "no such file"))
+            continue
+        try:
+            manifests += read_manifests(path)
+        except ManifestError as error:
+            problems += error.problems
+    if problems:
+        raise ManifestError(problems)
+
+    async def publish(uri: str):
+        from store.client import make_client
+        from store.manifest_set import publish_set
+        from store.schema import ensure_schema
+
+        client = make_client(uri)
+        try:
+            db = client[settings.database]
+            await ensure_schema(db)
+            return await publish_set(db, manifests)
+        finally:
+            await client.close()
+
+    with database_uri(settings) as uri:
+        report = asyncio.run(publish(uri))
+    counts = {"new": 0, "unchanged": 0, "superseded": 0}
+    for outcome in report.runs:
+        counts[outcome.status] += 1
+    print(
+        f"loaded {len(manifests)} manifests: objects {report.objects_new} new, {report.objects_unchanged} unchanged; "
+        f"runs {counts['new']} new, {counts['unchanged']} unchanged, {counts['superseded']} superseded"
+    )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from gateway.database import database_uri
+    from store.schema import COLLECTION_BY_KIND
+
+    kinds = [args.kind] if args.kind else list(COLLECTION_BY_KIND)
+    if args.kind and args.kind not in COLLECTION_BY_KIND:
+        return fail(f"--kind: {args.kind!r} is not one of {', '.join(COLLECTION_BY_KIND)}")
+
+    async def export(uri: str) -> None:
+        from store.client import make_client
+
+        client = make_client(uri)
+        try:
+            db = client[settings.database]
+            for kind in kinds:
+                async for doc in db[COLLECTION_BY_KIND[kind]].find({}).sort("_id", 1):
+                    manifest = {k: doc[k] for k in ("apiVersion", "kind", "metadata", "spec")}
+                    sys.stdout.write(json.dumps(manifest, ensure_ascii=False, separators=(",", ":")) + "\n")
+        finally:
+            await client.close()
+
+    with database_uri(settings) as uri:
+        asyncio.run(export(uri))
+    return 0
+
+
+def cmd_export_schema(args: argparse.Namespace, settings: Settings) -> int:
+    from gateway.schema import build_schema
+
+    sys.stdout.write(build_schema(settings).as_str() + "\n")
+    return 0
+
+
+# ---------------------------------------------------------------- import
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from rich.console import Console
+
+    from gateway.database import database_uri
+    from loaders.sol_execbench.cli import print_report, run_import
+
+    if args.source != "sol-execbench":
+        return fail(f"unknown source {args.source!r}; known: sol-execbench")
+    console = Console(stderr=True)
+
+    async def go(uri: str):
+        from store.client import make_client
+        from store.schema import ensure_schema
+
+        client = make_client(uri)
+        try:
+            db = client[settings.database]
+            if not args.dry_run:
+                await ensure_schema(db)
+            return await run_import(
+                db,
+                snapshot_dir=args.snapshot,
+                base_url=args.base_url,
+                kernels=args.kernel,
+                limit=args.limit,
+                dry_run=args.dry_run,
+                console=console,
+            )
+        finally:
+            await client.close()
+
+    with database_uri(settings) as uri:
+        report = asyncio.run(go(uri))
+    print_report(report, console)
+    return 0
+
+
+# ---------------------------------------------------------------- bench
+
+
+def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        from kernels.harness.cli import main as bench_main
+    except ImportError as error:
+        return fail(f"kernelindex bench needs the kernels extra (pip install -e '.[kernels]'): {error}")
+    return bench_main(args.bench_args)
+
+
+# ---------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kernelindex", description="KernelIndex: GPU-kernel performance evidence.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the GraphQL gateway (embedded database unless MONGODB_URI is set)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--db-port", type=int, default=None, help="port of the embedded database (default: a free one)")
+    serve.add_argument("--db-timeout", type=float, default=30.0, help="seconds to wait for the embedded database")
+    serve.add_argument("--no-data", action="store_true", help="do not load the bundled data on start")
+    serve.set_defaults(handler=cmd_serve)
+
+    load = sub.add_parser("load", help="publish manifests from JSON or YAML files")
+    load.add_argument("files", nargs="+")
+    load.set_defaults(handler=cmd_load)
+
+    export = sub.add_parser("export", help="write stored manifests as JSON Lines to stdout")
+    export.add_argument("--kind", default=None)
+    export.set_defaults(handler=cmd_export)
+
+    schema = sub.add_parser("export-schema", help="print the GraphQL SDL (schema.graphql)")
+    schema.set_defaults(handler=cmd_export_schema)
+
+    imp = sub.add_parser("import", help="import published results from an external source")
+    imp.add_argument("source", help="sol-execbench")
+    where = imp.add_mutually_exclusive_group()
+    where.add_argument("--snapshot", type=Path, default=None, help="read saved responses from this directory")
+    where.add_argument("--base-url", default=None, help="the source API's base URL")
+    imp.add_argument("--kernel", type=int, action="append", default=None, help="kernel id (repeatable)")
+    imp.add_argument("--limit", type=int, default=None, help="at most this many submissions per kernel")
+    imp.add_argument("--dry-run", action="store_true", help="write nothing; print the plan")
+    imp.set_defaults(handler=cmd_import)
+
+    bench = sub.add_parser("bench", help="run the benchmark harness (needs the kernels extra)", add_help=False)
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    bench.set_defaults(handler=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = Settings()
+    try:
+        return args.handler(args, settings)
+    except ManifestError as error:
+        for path, reason in error.problems:
+            print(f"error: {path}: {reason}" if path else f"error: {reason}", file=sys.stderr)
+        print("error: nothing was written", file=sys.stderr)
+        return 1
+    except (EmbeddedDatabaseError, CommandError) as error:
+        return fail(str(error))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""Which database a CLI command talks to.
+
+MONGODB_URI if set; else the embedded server that a running `serve` started; else an embedded
+server started for the length of the command (on the same files `serve` uses).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from gateway.embedded import EmbeddedServer, home, running_server_uri
+from gateway.settings import Settings
+
+
+def embedded_storage():
+    return home() / "db"
+
+
+@contextlib.contextmanager
+def database_uri(settings: Settings) -> Iterator[str]:
+    if settings.mongodb_uri:
+        yield settings.mongodb_uri
+        return
+    uri = running_server_uri()
+    if uri:
+        yield uri
+        return
+    with EmbeddedServer(embedded_storage(), log_path=home() / "secantusd.log") as server:
+        yield server.uri

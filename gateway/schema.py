@@ -1,0 +1,50 @@
+"""The schema object: a Federation 2 subgraph with query limits and error masking."""
+
+from __future__ import annotations
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.schema.config import StrawberryConfig
+from strawberry.extensions import MaskErrors, MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
+
+from gateway.settings import Settings
+from resolvers.errors import ClientError, should_mask
+from resolvers.types.common import LONG_SCALAR, Long
+from resolvers.query import Query
+from resolvers.types.attestation import Attestation
+from resolvers.types.definition import Definition
+from resolvers.types.environment import Environment
+from resolvers.types.group import ComparisonGroup
+from resolvers.types.implementation import Implementation
+from resolvers.types.protocol import Protocol
+from resolvers.types.run import Run
+from resolvers.types.workload import Workload
+
+ENTITY_TYPES = [Run, Definition, Workload, Implementation, Protocol, Environment, ComparisonGroup, Attestation]
+
+
+class KernelIndexSchema(strawberry.federation.Schema):
+    def process_errors(self, errors: list[GraphQLError], execution_context=None) -> None:
+        # Expected failures (bad input) are answers, not incidents: don't log them.
+        unexpected = [e for e in errors if not isinstance(e.original_error, ClientError)]
+        if unexpected:
+            super().process_errors(unexpected, execution_context)
+
+
+def build_schema(settings: Settings | None = None) -> strawberry.federation.Schema:
+    settings = settings or Settings()
+    # Factories, not instances: each operation gets its own extension objects.
+    extensions = [
+        lambda: QueryDepthLimiter(max_depth=settings.max_depth),
+        lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
+        lambda: MaxAliasesLimiter(max_alias_count=settings.max_aliases),
+    ]
+    if not settings.debug:
+        extensions.append(lambda: MaskErrors(should_mask_error=should_mask))
+    return KernelIndexSchema(
+        query=Query,
+        config=StrawberryConfig(scalar_map={Long: LONG_SCALAR}),
+        types=ENTITY_TYPES,
+        extensions=extensions,
+        federation_version="2.9",
+    )

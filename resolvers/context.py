@@ -1,0 +1,27 @@
+"""The per-request context: the database, fresh DataLoaders, settings and the caller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pymongo.asynchronous.database import AsyncDatabase
+from strawberry.types import Info as StrawberryInfo
+
+from resolvers.dataloaders import Loaders
+
+
+@dataclass
+class Context:
+    db: AsyncDatabase
+    loaders: Loaders
+    public_url: str
+    request: Any = None
+    response: Any = None
+    principal: Any = None  # the authenticated API key, if any (see gateway.auth)
+    connection_params: dict[str, Any] | None = None
+    now: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+Info = StrawberryInfo[Context, None]

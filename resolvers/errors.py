@@ -1,0 +1,22 @@
+"""Errors meant for the client. Anything else is masked outside debug mode."""
+
+from __future__ import annotations
+
+from graphql import GraphQLError
+
+
+class ClientError(Exception):
+    """An expected failure with a message that is safe and useful to show."""
+
+    def __init__(self, message: str, code: str = "BAD_USER_INPUT"):
+        super().__init__(message)
+        self.code = code
+        # graphql-core copies an original error's `extensions` onto the located error.
+        self.extensions = {"code": code}
+
+
+def should_mask(error: GraphQLError) -> bool:
+    original = error.original_error
+    if original is None:
+        return False  # syntax and validation errors (depth, tokens, aliases) are the client's
+    return not isinstance(original, ClientError)

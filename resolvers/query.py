@@ -1,0 +1,131 @@
+"""The Query root: lookups by ID, run lists and definitions."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import strawberry
+
+from resolvers import ids
+from resolvers.context import Info
+from resolvers.errors import ClientError
+from resolvers.types.attestation import Attestation
+from resolvers.types.common import EvidenceLevel, RunStatus, check_first, decode_cursor, encode_cursor
+from resolvers.types.definition import Definition
+from resolvers.types.environment import Environment
+from resolvers.types.group import ComparisonGroup
+from resolvers.types.implementation import Implementation
+from resolvers.types.node import Node
+from resolvers.types.protocol import Protocol
+from resolvers.types.run import Run, RunConnection
+from resolvers.types.workload import Workload
+from store.queries import runs_page
+
+NODE_TYPES: dict[str, Any] = {
+    "Run": Run,
+    "Definition": Definition,
+    "Workload": Workload,
+    "Implementation": Implementation,
+    "Protocol": Protocol,
+    "Environment": Environment,
+    "ComparisonGroup": ComparisonGroup,
+    "Attestation": Attestation,
+}
+
+
+def _key(global_id: str, expected: str | None = None) -> tuple[str, str]:
+    try:
+        if expected:
+            return expected, ids.decode_as(global_id, expected)
+        return ids.decode(global_id)
+    except ids.BadGlobalId as error:
+        raise ClientError(str(error), code="BAD_ID") from None
+
+
+async def load_node(info: Info, global_id: str) -> Node | None:
+    type_name, key = _key(global_id)
+    if type_name not in NODE_TYPES:
+        return None
+    doc = await info.context.loaders.for_type(type_name).load(key)
+    return NODE_TYPES[type_name].from_doc(doc) if doc else None
+
+
+@strawberry.input(description="Narrow a run list. All given conditions must hold.")
+class RunFilter:
+    definition: strawberry.ID | None = None
+    group: strawberry.ID | None = None
+    gpu: str | None = strawberry.field(default=None, description='GPU product, e.g. "NVIDIA B200".')
+    source: str | None = None
+    status: RunStatus | None = None
+    evidence_level: EvidenceLevel | None = None
+    include_superseded: bool = False
+
+
+def _run_query(f: RunFilter | None) -> dict[str, Any]:
+    f = f or RunFilter()
+    query: dict[str, Any] = {} if f.include_superseded else {"current": True}
+    if f.definition:
+        query["definitionDigest"] = _key(f.definition, "Definition")[1]
+    if f.group:
+        query["groupKey"] = _key(f.group, "ComparisonGroup")[1]
+    if f.gpu:
+        query["gpu"] = f.gpu
+    if f.source:
+        query["source"] = f.source
+    if f.status:
+        query["status"] = f.status.value
+    if f.evidence_level:
+        query["evidenceLevel"] = f.evidence_level.value
+    return query
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="Any object by its global ID.")
+    async def node(self, info: Info, id: strawberry.ID) -> Node | None:
+        return await load_node(info, id)
+
+    @strawberry.field(description="Objects by global ID, in the order asked (null where not found).")
+    async def nodes(self, info: Info, ids: list[strawberry.ID]) -> list[Node | None]:
+        if len(ids) > 100:
+            raise ClientError(f"ids: {len(ids)} IDs given; at most 100")
+        return list(await asyncio.gather(*(load_node(info, i) for i in ids)))
+
+    @strawberry.field
+    async def run(self, info: Info, id: strawberry.ID) -> Run | None:
+        doc = await info.context.loaders.runs.load(_key(id, "Run")[1])
+        return Run.from_doc(doc) if doc else None
+
+    @strawberry.field(description="The current run of a source's record, e.g. (sol-execbench, 37369).")
+    async def run_by_external_id(self, info: Info, source: str, external_id: str) -> Run | None:
+        doc = await info.context.db.runs.find_one({"source": source, "externalId": external_id, "current": True})
+        return Run.from_doc(doc) if doc else None
+
+    @strawberry.field(description="Runs, newest first.")
+    async def runs(
+        self, info: Info, filter: RunFilter | None = None, first: int = 20, after: str | None = None
+    ) -> RunConnection:
+        after_seq = decode_cursor(after, 1)[0] if after else None
+        docs, more = await runs_page(info.context.db, query=_run_query(filter), first=check_first(first), after_seq=after_seq)
+        return RunConnection.of(docs, more, lambda d: encode_cursor(d["seq"]), info)
+
+    @strawberry.field
+    async def comparison_group(self, info: Info, id: strawberry.ID) -> ComparisonGroup | None:
+        doc = await info.context.loaders.groups.load(_key(id, "ComparisonGroup")[1])
+        return ComparisonGroup.from_doc(doc) if doc else None
+
+    @strawberry.field(description="Every definition, by name.")
+    async def definitions(self, info: Info) -> list[Definition]:
+        docs = await info.context.db.definitions.find({}).sort("spec.name", 1).to_list()
+        return [Definition.from_doc(d) for d in docs]
+
+    @strawberry.field(description="One definition by ID or by name.")
+    async def definition(self, info: Info, id: strawberry.ID | None = None, name: str | None = None) -> Definition | None:
+        if (id is None) == (name is None):
+            raise ClientError("give exactly one of id or name")
+        if id is not None:
+            doc = await info.context.loaders.definitions.load(_key(id, "Definition")[1])
+        else:
+            doc = await info.context.db.definitions.find_one({"spec.name": name})
+        return Definition.from_doc(doc) if doc else None

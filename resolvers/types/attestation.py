@@ -1,0 +1,73 @@
+"""Attestation: a partner's signed reproduction of a run. Never changes the run's evidence level."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from resolvers import ids
+from resolvers.context import Info
+from resolvers.types.common import PageInfo, encode_cursor
+from resolvers.types.node import Node
+from resolvers.types.protocol import manifest_json
+
+
+@strawberry.federation.type(keys=["id"], description="A signed statement about a run (Attestation manifest).")
+class Attestation(Node):
+    id: strawberry.ID
+    digest: str
+    subject_digest: str
+    predicate_type: str
+    author: str
+    key_id: str | None
+    verified: bool
+    attested_at: datetime
+    measurement: JSON
+    envelope: JSON = strawberry.field(description="The DSSE envelope as submitted.")
+    manifest: JSON
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> Attestation:
+        spec = doc["spec"]
+        return cls(
+            id=strawberry.ID(ids.encode("Attestation", doc["_id"])),
+            digest=doc["_id"],
+            subject_digest=spec["subjectDigest"],
+            predicate_type=spec["predicateType"],
+            author=spec["author"]["name"],
+            key_id=spec["author"].get("keyId"),
+            verified=spec["verified"],
+            attested_at=datetime.fromisoformat(spec["attestedAt"].replace("Z", "+00:00")),
+            measurement=spec.get("measurement", {}),
+            envelope=spec["envelope"],
+            manifest=manifest_json(doc),
+        )
+
+    @classmethod
+    async def resolve_reference(cls, info: Info, id: strawberry.ID) -> Attestation | None:
+        doc = await info.context.loaders.attestations.load(ids.decode_as(id, "Attestation"))
+        return cls.from_doc(doc) if doc else None
+
+
+@strawberry.type
+class AttestationEdge:
+    cursor: str
+    node: Attestation
+
+
+@strawberry.type
+class AttestationConnection:
+    edges: list[AttestationEdge]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[Attestation]:
+        return [edge.node for edge in self.edges]
+
+    @classmethod
+    def of(cls, docs: list[dict[str, Any]], has_next: bool) -> AttestationConnection:
+        edges = [AttestationEdge(cursor=encode_cursor(d["seq"]), node=Attestation.from_doc(d)) for d in docs]
+        return cls(edges=edges, page_info=PageInfo(has_next_page=has_next, end_cursor=edges[-1].cursor if edges else None))

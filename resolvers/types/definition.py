@@ -1,0 +1,152 @@
+"""Definition: an operation (OperationSpec manifest), its workloads and comparison groups."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from resolvers import ids
+from resolvers.context import Info
+from resolvers.types.node import Node
+from resolvers.types.protocol import manifest_json
+
+if TYPE_CHECKING:
+    from resolvers.types.group import ComparisonGroup
+    from resolvers.types.workload import Workload
+
+
+@strawberry.type
+class Axis:
+    name: str
+    type: str
+    value: int | None
+    expression: str | None
+    description: str | None
+
+
+@strawberry.type
+class TensorSpec:
+    name: str
+    shape: list[str] | None = strawberry.field(description="Axis names or literal sizes; null for a scalar.")
+    dtype: str
+    description: str | None
+
+
+@strawberry.type
+class DefinitionRelation:
+    relation: str
+    source: str | None
+    benchmark: str | None
+    definition_digest: str | None
+    notes: str | None
+
+
+def _tensors(mapping: dict[str, Any]) -> list[TensorSpec]:
+    return [
+        TensorSpec(
+            name=name,
+            shape=None if t.get("shape") is None else [str(s) for s in t["shape"]],
+            dtype=t["dtype"],
+            description=t.get("description"),
+        )
+        for name, t in mapping.items()
+    ]
+
+
+@strawberry.federation.type(keys=["id"], description="An operation definition (OperationSpec manifest).")
+class Definition(Node):
+    id: strawberry.ID
+    digest: str
+    name: str
+    title: str | None
+    description: str
+    semantics: str | None
+    tags: list[str]
+    axes: list[Axis]
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    relations: list[DefinitionRelation]
+    source: str | None
+    reference_digest: str | None = strawberry.field(
+        description="Digest of the source's reference code; the code itself is not stored."
+    )
+    manifest: JSON
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> Definition:
+        spec = doc["spec"]
+        reference = spec.get("reference") or {}
+        return cls(
+            id=strawberry.ID(ids.encode("Definition", doc["_id"])),
+            digest=doc["_id"],
+            name=spec["name"],
+            title=doc["metadata"].get("title"),
+            description=spec["description"],
+            semantics=spec.get("semantics"),
+            tags=spec.get("tags", []),
+            axes=[
+                Axis(
+                    name=name,
+                    type=a["type"],
+                    value=a.get("value"),
+                    expression=a.get("expression"),
+                    description=a.get("description"),
+                )
+                for name, a in spec["axes"].items()
+            ],
+            inputs=_tensors(spec["inputs"]),
+            outputs=_tensors(spec["outputs"]),
+            relations=[
+                DefinitionRelation(
+                    relation=r["relation"],
+                    source=r.get("source"),
+                    benchmark=r.get("benchmark"),
+                    definition_digest=r.get("definitionDigest"),
+                    notes=r.get("notes"),
+                )
+                for r in spec.get("relations", [])
+            ],
+            source=reference.get("source"),
+            reference_digest=reference.get("referenceDigest"),
+            manifest=manifest_json(doc),
+        )
+
+    @strawberry.field(description="Workload suites defined for this operation.")
+    async def workloads(self, info: Info) -> list[Annotated[Workload, strawberry.lazy("resolvers.types.workload")]]:
+        from resolvers.types.workload import Workload
+
+        return [Workload.from_doc(d) for d in await info.context.loaders.workloads_by_definition.load(self.digest)]
+
+    @strawberry.field(description="Definitions that compute the same math (e.g. ours and the source's).")
+    async def related_definitions(self, info: Info) -> list[Definition]:
+        names = [r.benchmark for r in self.relations if r.benchmark]
+        digests = [r.definition_digest for r in self.relations if r.definition_digest]
+        query = {
+            "_id": {"$ne": self.digest},
+            "$or": [
+                {"spec.name": {"$in": names}},
+                {"_id": {"$in": digests}},
+                {"spec.relations.benchmark": self.name},
+                {"spec.relations.definitionDigest": self.digest},
+            ],
+        }
+        return [Definition.from_doc(d) for d in await info.context.db.definitions.find(query).to_list()]
+
+    @strawberry.field(description="Comparison groups of this definition; with includeRelated, also of related definitions.")
+    async def comparison_groups(
+        self, info: Info, include_related: bool = False
+    ) -> list[Annotated[ComparisonGroup, strawberry.lazy("resolvers.types.group")]]:
+        from resolvers.types.group import ComparisonGroup
+
+        digests = [self.digest]
+        if include_related:
+            digests += [d.digest for d in await self.related_definitions(info)]
+        docs = await info.context.loaders.groups_by_definition.load_many(digests)
+        return [ComparisonGroup.from_doc(g) for batch in docs for g in batch]
+
+    @classmethod
+    async def resolve_reference(cls, info: Info, id: strawberry.ID) -> Definition | None:
+        doc = await info.context.loaders.definitions.load(ids.decode_as(id, "Definition"))
+        return cls.from_doc(doc) if doc else None

@@ -1,0 +1,100 @@
+"""ComparisonGroup: the runs that may be ranked against each other, and who is #1."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import strawberry
+
+from resolvers import ids
+from resolvers.context import Info
+from resolvers.types.common import PageInfo, check_first, decode_cursor, encode_cursor
+from resolvers.types.environment import Gpu
+from resolvers.types.node import Node
+from store.queries import group_runs_page
+
+if TYPE_CHECKING:
+    from resolvers.types.definition import Definition
+    from resolvers.types.run import Run, RunConnection
+    from resolvers.types.workload import Workload
+
+
+@strawberry.type(description="How a group orders its runs.")
+class RankRule:
+    metric: str
+    order: str = strawberry.field(description='"desc": higher is better; "asc": lower is better.')
+    noise_aware: bool = strawberry.field(description="Runs whose difference is inside the measured noise tie.")
+
+
+@strawberry.federation.type(keys=["id"], description="Runs comparable with each other, ranked by the group's rule.")
+class ComparisonGroup(Node):
+    id: strawberry.ID
+    key: str = strawberry.field(description="The comparison key (a digest of what makes runs comparable).")
+    title: str
+    size: int = strawberry.field(description="Current runs in the group, ranked or not.")
+    ranked_size: int
+    family: str
+    family_version: str
+    gpu: Gpu
+    rank_rule: RankRule
+    source_native: bool = strawberry.field(description="Ranked by the source's own rule rather than ours.")
+    definition_digest: str
+    workload_digest: str
+    leader_digest: strawberry.Private[str | None]
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> ComparisonGroup:
+        rule = doc["rankRule"]
+        return cls(
+            id=strawberry.ID(ids.encode("ComparisonGroup", doc["_id"])),
+            key=doc["_id"],
+            title=doc.get("title", ""),
+            size=doc["size"],
+            ranked_size=doc.get("rankedSize", 0),
+            family=doc["family"],
+            family_version=doc["familyVersion"],
+            gpu=Gpu(vendor=None, product=doc["gpu"]["product"], architecture=doc["gpu"]["architecture"]),
+            rank_rule=RankRule(metric=rule["metric"], order=rule["order"], noise_aware=rule["noise_aware"]),
+            source_native=not rule["noise_aware"],
+            definition_digest=doc["definitionDigest"],
+            workload_digest=doc["workloadDigest"],
+            leader_digest=doc.get("leaderDigest"),
+        )
+
+    @strawberry.field(description="The #1 run (null while no run is ranked).")
+    async def leader(self, info: Info) -> Annotated[Run, strawberry.lazy("resolvers.types.run")] | None:
+        from resolvers.types.run import Run
+
+        if self.leader_digest is None:
+            return None
+        doc = await info.context.loaders.runs.load(self.leader_digest)
+        return Run.from_doc(doc) if doc else None
+
+    @strawberry.field
+    async def definition(self, info: Info) -> Annotated[Definition, strawberry.lazy("resolvers.types.definition")] | None:
+        from resolvers.types.definition import Definition
+
+        doc = await info.context.loaders.definitions.load(self.definition_digest)
+        return Definition.from_doc(doc) if doc else None
+
+    @strawberry.field
+    async def workload(self, info: Info) -> Annotated[Workload, strawberry.lazy("resolvers.types.workload")] | None:
+        from resolvers.types.workload import Workload
+
+        doc = await info.context.loaders.workloads.load(self.workload_digest)
+        return Workload.from_doc(doc) if doc else None
+
+    @strawberry.field(description="Current runs, best first; unranked runs last.")
+    async def runs(
+        self, info: Info, first: int = 20, after: str | None = None
+    ) -> Annotated[RunConnection, strawberry.lazy("resolvers.types.run")]:
+        from resolvers.types.run import RunConnection
+
+        cursor = tuple(decode_cursor(after, 2)) if after else None
+        docs, more = await group_runs_page(info.context.db, group_key=self.key, first=check_first(first), after=cursor)
+        return RunConnection.of(docs, more, lambda d: encode_cursor(d["rankOrder"], d["seq"]), info)
+
+    @classmethod
+    async def resolve_reference(cls, info: Info, id: strawberry.ID) -> ComparisonGroup | None:
+        doc = await info.context.loaders.groups.load(ids.decode_as(id, "ComparisonGroup"))
+        return cls.from_doc(doc) if doc else None

@@ -1,0 +1,83 @@
+"""Protocol: how a run was measured and checked, and what it may be compared with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from resolvers import ids
+from resolvers.context import Info
+from resolvers.types.node import Node
+
+
+@strawberry.type
+class Harness:
+    name: str
+    version: str
+
+
+@strawberry.federation.type(keys=["id"], description="A benchmark protocol (BenchmarkProtocol manifest).")
+class Protocol(Node):
+    id: strawberry.ID
+    digest: str
+    name: str
+    title: str | None
+    harness: Harness
+    timer: str
+    primary_statistic: str
+    warmups: int | None
+    samples: int | None
+    l2_flush: bool | None
+    measurement_notes: str | None
+    correctness_reference: str
+    comparator: str
+    correctness_rounds: int | None
+    correctness_policy: str | None = strawberry.field(
+        description="The correctness policy as published; null when the source did not publish it."
+    )
+    comparability_family: str
+    comparability_version: str
+    comparability_notes: str | None
+    notes: list[str]
+    manifest: JSON
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> Protocol:
+        spec = doc["spec"]
+        measurement, correctness = spec["measurement"], spec["correctness"]
+        comparability = spec["comparability"]
+        annotations = doc["metadata"].get("annotations", {})
+        return cls(
+            id=strawberry.ID(ids.encode("Protocol", doc["_id"])),
+            digest=doc["_id"],
+            name=doc["metadata"]["name"],
+            title=doc["metadata"].get("title"),
+            harness=Harness(**spec["harness"]),
+            timer=measurement["timer"],
+            primary_statistic=measurement["primaryStatistic"],
+            warmups=measurement.get("warmups"),
+            samples=measurement.get("samples"),
+            l2_flush=measurement.get("l2Flush"),
+            measurement_notes=measurement.get("notes"),
+            correctness_reference=correctness["reference"],
+            comparator=correctness["comparator"],
+            correctness_rounds=correctness.get("rounds"),
+            correctness_policy=correctness.get("policy"),
+            comparability_family=comparability["family"],
+            comparability_version=comparability.get("version") or spec["harness"]["version"],
+            comparability_notes=comparability.get("notes"),
+            notes=[annotations[k] for k in sorted(annotations)],
+            manifest=manifest_json(doc),
+        )
+
+    @classmethod
+    async def resolve_reference(cls, info: Info, id: strawberry.ID) -> Protocol | None:
+        doc = await info.context.loaders.protocols.load(ids.decode_as(id, "Protocol"))
+        return cls.from_doc(doc) if doc else None
+
+
+def manifest_json(doc: dict[str, Any]) -> dict[str, Any]:
+    """The canonical manifest of a stored document (store bookkeeping left out)."""
+    return {k: doc[k] for k in ("apiVersion", "kind", "metadata", "spec")}

@@ -1,0 +1,377 @@
+"""Run: one benchmark run (BenchmarkRun manifest) with everything its dossier shows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated, Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from registry.sources import external_reference, source_title
+from resolvers import ids
+from resolvers.context import Info
+from resolvers.types.attestation import AttestationConnection
+from resolvers.types.common import (
+    EvidenceLevel,
+    Label,
+    Long,
+    PageInfo,
+    RunStatus,
+    check_first,
+    decode_cursor,
+    format_ns,
+    labels_of,
+)
+from resolvers.types.definition import Definition
+from resolvers.types.environment import Environment
+from resolvers.types.group import ComparisonGroup
+from resolvers.types.implementation import Implementation
+from resolvers.types.node import Node
+from resolvers.types.protocol import Protocol, manifest_json
+from resolvers.types.workload import Workload
+from store.queries import attestations_page
+
+
+@strawberry.type
+class Measurement:
+    statistic: str
+    value_ns: Long
+    display: str
+
+
+def _measurement(statistic: str, value_ns: int) -> Measurement:
+    return Measurement(statistic=statistic, value_ns=value_ns, display=format_ns(value_ns))
+
+
+@strawberry.type
+class Metric:
+    name: str
+    value: float | None
+    text: str | None = strawberry.field(description="Set when the source gave a non-numeric value.")
+
+
+@strawberry.type(description="SOL-ExecBench's own metrics, typed.")
+class SolExecBenchMetrics:
+    sol_score: float | None
+    latency_ms: float | None
+    avg_speedup: float | None
+    fast1_count: int | None
+    fast1_total: int | None
+
+    @strawberry.field(description='e.g. "SOL 0.2851 · 0.46× reference · 2/16 cases faster"')
+    def summary(self) -> str:
+        parts = []
+        if self.sol_score is not None:
+            parts.append(f"SOL {self.sol_score:.4f}")
+        if self.avg_speedup is not None:
+            parts.append(f"{self.avg_speedup:.2f}× reference")
+        if self.fast1_count is not None and self.fast1_total is not None:
+            parts.append(f"{self.fast1_count}/{self.fast1_total} cases faster")
+        return " · ".join(parts)
+
+
+@strawberry.type
+class SourceNative:
+    source: str
+    source_title: str
+    benchmark: str | None
+    external_id: str
+    external_reference: str = strawberry.field(description='How the source names the record, e.g. "submission/37369".')
+    metrics: list[Metric]
+    sol_execbench: SolExecBenchMetrics | None
+    raw: JSON = strawberry.field(description="The source-native block exactly as stored.")
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _source_native(block: dict[str, Any] | None) -> SourceNative | None:
+    if not block:
+        return None
+    metrics = block.get("metrics", {})
+    sol = None
+    if block["source"] == "sol-execbench":
+        count, total = metrics.get("fast_1_count"), metrics.get("fast_1_total")
+        sol = SolExecBenchMetrics(
+            sol_score=_number(metrics.get("sol_score")),
+            latency_ms=_number(metrics.get("latency_ms")),
+            avg_speedup=_number(metrics.get("avg_speedup")),
+            fast1_count=count if isinstance(count, int) else None,
+            fast1_total=total if isinstance(total, int) else None,
+        )
+    return SourceNative(
+        source=block["source"],
+        source_title=source_title(block["source"]),
+        benchmark=block.get("benchmark"),
+        external_id=block["externalId"],
+        external_reference=external_reference(block["source"], block["externalId"]),
+        metrics=[
+            Metric(name=k, value=_number(v), text=None if _number(v) is not None or v is None else str(v))
+            for k, v in sorted(metrics.items())
+        ],
+        sol_execbench=sol,
+        raw=block,
+    )
+
+
+@strawberry.type
+class RunIdentity:
+    digest: str
+    comparison_key: str
+    source: str
+    source_title: str
+    external_id: str | None
+    external_reference: str | None
+    protocol_digest: str
+    workload_digest: str
+    environment_digest: str
+    implementation_digest: str
+
+
+@strawberry.type
+class Correctness:
+    status: RunStatus
+    statement: str = strawberry.field(description="What we know about this run's correctness, in one sentence.")
+    policy: str = strawberry.field(description='The policy applied, or "not published".')
+    rounds: int | None
+
+
+@strawberry.type
+class Artifact:
+    name: str
+    media_type: str | None
+    uri: str | None
+    digest: str | None
+
+
+@strawberry.type
+class OutputCheck:
+    output: str
+    matched_ratio: float
+    max_abs_error: float | None
+    passed: bool
+
+
+@strawberry.type
+class CaseResult:
+    index: int
+    axes: list[Label]
+    status: RunStatus
+    latency: list[Measurement]
+    samples_ns: list[Long]
+    reference_latency_ns: Long | None
+    eager_latency_ns: Long | None
+    sol_ns: Long | None
+    sol_score: float | None
+    correctness_rounds: int | None
+    correctness: list[OutputCheck]
+
+
+@strawberry.type
+class Citation:
+    permalink: str
+    digest: str
+    accessed_at: datetime
+    text: str
+
+
+def _case(c: dict[str, Any]) -> CaseResult:
+    check = c.get("correctness") or {}
+    return CaseResult(
+        index=c["index"],
+        axes=[Label(key=k, value=str(v)) for k, v in c["axes"].items()],
+        status=RunStatus(c["status"]),
+        latency=[_measurement(k, v) for k, v in c.get("latencyNs", {}).items()],
+        samples_ns=c.get("samplesNs", []),
+        reference_latency_ns=c.get("referenceLatencyNs"),
+        eager_latency_ns=c.get("eagerLatencyNs"),
+        sol_ns=c.get("solNs"),
+        sol_score=c.get("solScore"),
+        correctness_rounds=check.get("rounds"),
+        correctness=[
+            OutputCheck(output=name, matched_ratio=o["matchedRatio"], max_abs_error=o.get("maxAbsError"), passed=o["passed"])
+            for name, o in check.get("outputs", {}).items()
+        ],
+    )
+
+
+@strawberry.federation.type(keys=["id"], description="One benchmark run and the evidence around it.")
+class Run(Node):
+    id: strawberry.ID
+    digest: str
+    name: str
+    title: str | None
+    labels: list[Label]
+    status: RunStatus
+    current: bool = strawberry.field(description="False once a newer run of the same record supersedes it.")
+    observed_at: datetime
+    published_at: datetime
+    rank: int | None = strawberry.field(description="Rank in its comparison group; null when not ranked.")
+    evidence_level: EvidenceLevel
+    source_native: SourceNative | None
+    artifacts: list[Artifact]
+    manifest: JSON = strawberry.field(description="The canonical manifest.")
+    doc: strawberry.Private[dict[str, Any]]
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> Run:
+        spec, metadata = doc["spec"], doc["metadata"]
+        return cls(
+            id=strawberry.ID(ids.encode("Run", doc["_id"])),
+            digest=doc["_id"],
+            name=metadata["name"],
+            title=metadata.get("title"),
+            labels=labels_of(metadata.get("labels")),
+            status=RunStatus(doc["status"]),
+            current=doc["current"],
+            observed_at=datetime.fromisoformat(spec["observedAt"].replace("Z", "+00:00")),
+            published_at=doc["storedAt"],
+            rank=doc.get("rank"),
+            evidence_level=EvidenceLevel.of(doc["evidenceLevel"]),
+            source_native=_source_native(spec.get("sourceNative")),
+            artifacts=[
+                Artifact(name=a["name"], media_type=a.get("mediaType"), uri=a.get("uri"), digest=a.get("digest"))
+                for a in spec.get("artifacts", [])
+            ],
+            manifest=manifest_json(doc),
+            doc=doc,
+        )
+
+    @strawberry.field(description="The statistic the protocol ranks by, and its value.")
+    def primary_measurement(self) -> Measurement:
+        timing = self.doc["spec"]["timing"]
+        return _measurement(timing["primaryStatistic"], timing["latencyNs"][timing["primaryStatistic"]])
+
+    @strawberry.field(description="Every latency statistic the run reports.")
+    def measurements(self) -> list[Measurement]:
+        return [_measurement(k, v) for k, v in self.doc["spec"]["timing"]["latencyNs"].items()]
+
+    @strawberry.field(description="Suite-level aggregates (controlled runs).")
+    def aggregates(self) -> JSON:
+        return self.doc["spec"].get("aggregates", {})
+
+    @strawberry.field(description="Per-case results with raw samples (controlled runs; empty when unpublished).")
+    def cases(self) -> list[CaseResult]:
+        return [_case(c) for c in self.doc["spec"].get("cases", [])]
+
+    @strawberry.field
+    def identity(self) -> RunIdentity:
+        spec = self.doc["spec"]
+        native = spec.get("sourceNative") or {}
+        source = self.doc["source"]
+        external = native.get("externalId")
+        return RunIdentity(
+            digest=self.digest,
+            comparison_key=self.doc["groupKey"],
+            source=source,
+            source_title=source_title(source),
+            external_id=external,
+            external_reference=external_reference(source, external) if external else None,
+            protocol_digest=spec["protocolDigest"],
+            workload_digest=spec["workloadDigest"],
+            environment_digest=spec["environmentDigest"],
+            implementation_digest=spec["implementationDigest"],
+        )
+
+    @strawberry.field
+    async def group(self, info: Info) -> ComparisonGroup | None:
+        doc = await info.context.loaders.groups.load(self.doc["groupKey"])
+        return ComparisonGroup.from_doc(doc) if doc else None
+
+    @strawberry.field
+    async def protocol(self, info: Info) -> Protocol:
+        return Protocol.from_doc(await info.context.loaders.protocols.load(self.doc["spec"]["protocolDigest"]))
+
+    @strawberry.field
+    async def environment(self, info: Info) -> Environment:
+        return Environment.from_doc(await info.context.loaders.environments.load(self.doc["spec"]["environmentDigest"]))
+
+    @strawberry.field
+    async def workload(self, info: Info) -> Workload:
+        return Workload.from_doc(await info.context.loaders.workloads.load(self.doc["spec"]["workloadDigest"]))
+
+    @strawberry.field
+    async def implementation(self, info: Info) -> Implementation:
+        doc = await info.context.loaders.implementations.load(self.doc["spec"]["implementationDigest"])
+        return Implementation.from_doc(doc)
+
+    @strawberry.field
+    async def definition(self, info: Info) -> Definition:
+        return Definition.from_doc(await info.context.loaders.definitions.load(self.doc["definitionDigest"]))
+
+    @strawberry.field
+    async def correctness(self, info: Info) -> Correctness:
+        protocol = await info.context.loaders.protocols.load(self.doc["spec"]["protocolDigest"])
+        checks = protocol["spec"]["correctness"]
+        policy = checks.get("policy")
+        source = self.doc["source"]
+        status = self.doc["status"]
+        if source == "kernelindex":
+            statement = f"{status.capitalize()} under {protocol['spec']['harness']['name']} {protocol['spec']['harness']['version']}"
+            if checks.get("rounds"):
+                statement += f": {checks['rounds']} rounds of fresh inputs against the definition's reference"
+            statement += "."
+        else:
+            statement = f"Marked {status} by the source; " + (
+                f"the correctness policy: {policy}." if policy else "the correctness policy was not published."
+            )
+        return Correctness(
+            status=RunStatus(status), statement=statement, policy=policy or "not published", rounds=checks.get("rounds")
+        )
+
+    @strawberry.field(description="The run this one corrects, if any.")
+    async def supersedes(self, info: Info) -> Run | None:
+        digest = self.doc.get("supersedes")
+        doc = await info.context.loaders.runs.load(digest) if digest else None
+        return Run.from_doc(doc) if doc else None
+
+    @strawberry.field(description="The run that corrects this one, if any.")
+    async def superseded_by(self, info: Info) -> Run | None:
+        digest = self.doc.get("supersededBy")
+        doc = await info.context.loaders.runs.load(digest) if digest else None
+        return Run.from_doc(doc) if doc else None
+
+    @strawberry.field(description="Signed reproductions by partners. They never change the evidence level.")
+    async def attestations(self, info: Info, first: int = 20, after: str | None = None) -> AttestationConnection:
+        after_seq = decode_cursor(after, 1)[0] if after else None
+        docs, more = await attestations_page(info.context.db, subject=self.digest, first=check_first(first), after_seq=after_seq)
+        return AttestationConnection.of(docs, more)
+
+    @strawberry.field(description="How to cite this record: permalink, digest and access date.")
+    def citation(self, info: Info) -> Citation:
+        permalink = f"{info.context.public_url}/runs/{self.digest}"
+        accessed = info.context.now
+        text = f"{self.title or self.name}. KernelIndex, {permalink} ({self.digest}), accessed {accessed.date().isoformat()}."
+        return Citation(permalink=permalink, digest=self.digest, accessed_at=accessed, text=text)
+
+    @classmethod
+    async def resolve_reference(cls, info: Info, id: strawberry.ID) -> Run | None:
+        doc = await info.context.loaders.runs.load(ids.decode_as(id, "Run"))
+        return cls.from_doc(doc) if doc else None
+
+
+@strawberry.type
+class RunEdge:
+    cursor: str
+    node: Run
+
+
+@strawberry.type
+class RunConnection:
+    edges: list[RunEdge]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[Run]:
+        return [edge.node for edge in self.edges]
+
+    @classmethod
+    def of(cls, docs: list[dict[str, Any]], has_next: bool, cursor_of: Callable[[dict[str, Any]], str], info: Info) -> RunConnection:
+        loader = info.context.loaders.runs
+        for doc in docs:
+            loader.prime(doc["_id"], doc)  # a later lookup of the same run (e.g. a leader) is free
+        edges = [RunEdge(cursor=cursor_of(d), node=Run.from_doc(d)) for d in docs]
+        return cls(edges=edges, page_info=PageInfo(has_next_page=has_next, end_cursor=edges[-1].cursor if edges else None))
