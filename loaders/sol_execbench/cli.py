@@ -178,6 +178,7 @@ async def import_command(
     limit: int | None = None,
     dry_run: bool = False,
     console: Console | None = None,
+    source: Source | None = None,
 ) -> int:
     """What `kernelindex import sol-execbench` runs. Exit code: 0 all imported, 1 some records
     rejected, 2 nothing could be imported (source unreachable, kernel list unusable)."""
@@ -191,6 +192,7 @@ async def import_command(
             limit=limit,
             dry_run=dry_run,
             console=console,
+            source=source,
         )
     except (FetchError, ParseError) as error:
         console.print(f"[bold red]SOL-ExecBench import failed:[/bold red] {error}")

@@ -73,7 +73,7 @@ class SnapshotServer:
                     if fault and fault.startswith("429"):
                         return self._send(429, b'{"error": "slow down"}', {"Retry-After": fault.split(":")[1]})
                     if fault:
-                        return self._send(int(fault), b'{"error": "injected"}')
+                        return self._send(int(fault), f'{{"error": "injected {fault} for {key}"}}'.encode())
                     if file is None or not file.is_file():
                         return self._send(404, b'{"error": "not found"}')
                     return self._send(200, file.read_bytes())
