@@ -91,13 +91,14 @@ class _TooLarge(Exception):
     pass
 
 
-def create_app(mongodb_uri: str, settings: Settings | None = None) -> ASGIApp:
+def create_app(mongodb_uri: str, settings: Settings | None = None, *, client_options: dict | None = None) -> ASGIApp:
+    """`client_options` go to the driver (tests pass command listeners through it)."""
     settings = settings or Settings()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         # The client is made here, on the serving event loop.
-        client = make_client(mongodb_uri)
+        client = make_client(mongodb_uri, **(client_options or {}))
         app.state.client = client
         app.state.db = client[settings.database]
         await ensure_schema(app.state.db)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -42,6 +43,10 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     if _port_taken(args.host, args.port):
         return fail(f"port {args.port} on {args.host} is already in use; choose another with --port")
     server = None
+    # uvicorn stops gracefully on SIGINT/SIGTERM and then re-raises the signal; these handlers
+    # turn that (or a signal during start-up) into an orderly return, so the database is stopped.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _raise_stop)
     if settings.mongodb_uri:
         uri = settings.mongodb_uri
     else:
@@ -60,14 +65,27 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         if server is not None:
             threading.Thread(target=_watch_child, args=(server, web, died), daemon=True).start()
         print(f"KernelIndex GraphQL on http://{args.host}:{args.port}/graphql", file=sys.stderr)
-        web.run()
+        try:
+            web.run()
+        except _Stop:
+            pass
         if died:
             return fail(f"the embedded database exited unexpectedly (code {died[0]}); see {home() / 'secantusd.log'}")
+        return 0
+    except _Stop:
         return 0
     finally:
         if server is not None:
             server.stop()
             clear_address()
+
+
+class _Stop(Exception):
+    """A stop signal arrived."""
+
+
+def _raise_stop(signum, frame) -> None:
+    raise _Stop
 
 
 def _watch_child(server: EmbeddedServer, web, died: list[int]) -> None:

@@ -8,10 +8,14 @@ from __future__ import annotations
 import os
 import uuid
 
+import httpx
 import pytest
 import pytest_asyncio
+from asgi_lifespan import LifespanManager
 
+from gateway.app import create_app
 from gateway.embedded import EmbeddedServer
+from gateway.settings import Settings
 from store.client import make_client
 from store.schema import ensure_schema
 
@@ -39,3 +43,25 @@ async def db(mongo_client):
     await ensure_schema(database)
     yield database
     await mongo_client.drop_database(name)
+
+
+@pytest_asyncio.fixture
+async def api(db, mongo_uri):
+    app = create_app(mongo_uri, Settings(database=db.name, mongodb_uri=mongo_uri))
+    async with LifespanManager(app) as manager:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kernelindex.test") as client:
+            yield GraphQLClient(client)
+
+
+class GraphQLClient:
+    def __init__(self, http: httpx.AsyncClient):
+        self.http = http
+
+    async def post(self, query: str, variables: dict | None = None, headers: dict | None = None) -> dict:
+        response = await self.http.post("/graphql", json={"query": query, "variables": variables or {}}, headers=headers or {})
+        return response.json()
+
+    async def data(self, query: str, variables: dict | None = None, headers: dict | None = None) -> dict:
+        body = await self.post(query, variables, headers)
+        assert "errors" not in body, body["errors"]
+        return body["data"]

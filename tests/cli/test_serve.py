@@ -1,0 +1,136 @@
+"""`kernelindex serve` on its embedded database, as a user starts and stops it."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gateway.embedded import free_port
+from tests import factories
+
+pytestmark = pytest.mark.slow
+
+
+def _env(home: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
+    return {**env, "KERNELINDEX_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+
+
+def _start(home: Path, port: int, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), *extra],
+        env=_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _wait_ready(proc: subprocess.Popen, port: int, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"serve exited early: {proc.stdout.read()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("serve did not become ready")
+
+
+def _query(port: int, query: str) -> dict:
+    return httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": query}, timeout=10).json()
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    return out
+
+
+def test_data_survives_a_restart_and_the_database_stops_cleanly(tmp_path):
+    home, port = tmp_path / "home", free_port()
+    proc = _start(home, port, "--no-data")
+    try:
+        _wait_ready(proc, port)
+        db_pid = json.loads((home / "db.json").read_text())["pid"]
+        bundle = factories.run_bundle("persist-1")
+        manifests = tmp_path / "m.json"
+        manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+        # `load` finds the server that `serve` started, through its address file.
+        loaded = subprocess.run([sys.executable, "-m", "gateway.cli", "load", str(manifests)], env=_env(home), capture_output=True, text=True, timeout=60)
+        assert loaded.returncode == 0, loaded.stderr
+        assert _query(port, "{ runs { edges { node { title } } } }")["data"]["runs"]["edges"] != []
+    finally:
+        _stop(proc)
+    assert proc.returncode == 0
+    assert not (home / "db.json").exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(db_pid, 0)  # the database child is gone too
+
+    proc = _start(home, port, "--no-data")
+    try:
+        _wait_ready(proc, port)
+        titles = [e["node"]["title"] for e in _query(port, "{ runs { edges { node { title } } } }")["data"]["runs"]["edges"]]
+        assert titles == ["alice · synthetic-op · B200"]
+    finally:
+        _stop(proc)
+
+
+def test_port_in_use_is_one_clear_error(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)], env=_env(tmp_path), capture_output=True, text=True, timeout=60
+        )
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"error: port {port} on 127.0.0.1 is already in use; choose another with --port"
+
+
+def test_database_port_in_use_is_one_clear_error(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        db_port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "gateway.cli", "serve", "--port", str(free_port()), "--db-port", str(db_port)],
+            env=_env(tmp_path), capture_output=True, text=True, timeout=60,
+        )
+    assert result.returncode == 1
+    assert f"error: port {db_port} on 127.0.0.1 is already in use" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_database_not_up_in_time_is_one_clear_error(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli", "serve", "--port", str(free_port()), "--db-timeout", "0.05"],
+        env=_env(tmp_path), capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 1
+    assert "error: the embedded database did not answer ping within" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_dead_database_child_stops_serve_with_an_error(tmp_path):
+    home, port = tmp_path / "home", free_port()
+    proc = _start(home, port, "--no-data")
+    try:
+        _wait_ready(proc, port)
+        os.kill(json.loads((home / "db.json").read_text())["pid"], signal.SIGKILL)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1
+    assert "error: the embedded database exited unexpectedly" in out
