@@ -1,0 +1,38 @@
+# The two commands of the README: `make serve` and `make test`. Each sets up what it needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# The CPU build of torch that lies on this kind of machine's disk (the kernels extra needs torch).
+TORCH_CPU := torch==2.13.0
+
+.PHONY: serve test setup setup-dev bench-api bench-import schema clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+setup: $(BIN)/python
+	$(BIN)/pip install -q -e .
+
+setup-dev: $(BIN)/python
+	$(BIN)/pip install -q $(TORCH_CPU)
+	$(BIN)/pip install -q -e '.[dev,kernels]'
+	cd federation && npm ci --no-audit --no-fund --silent
+
+serve: setup
+	$(BIN)/kernelindex serve $(ARGS)
+
+test: setup-dev
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+schema: setup
+	$(BIN)/kernelindex export-schema > schema.graphql
+
+bench-api: setup-dev
+	$(BIN)/python bench/api.py
+
+bench-import: setup-dev
+	$(BIN)/python bench/import.py
+
+clean:
+	rm -rf $(VENV) federation/node_modules .kernelindex
