@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
+from gateway.auth import bearer_from_connection_params, bearer_from_headers, principal_for
 from gateway.schema import build_schema
 from gateway.settings import Settings
 from resolvers.context import Context
@@ -37,13 +38,23 @@ class KernelIndexGraphQL(GraphQL):
 
     async def get_context(self, request: Any, response: Any = None) -> Context:
         db = self.app_state.db
+        principal, presented = await principal_for(db, bearer_from_headers(request.headers))
         return Context(
             db=db,
             loaders=Loaders(db),
             public_url=self.settings.public_url,
             request=request,
             response=response,
+            principal=principal,
+            key_presented=presented,
         )
+
+    async def on_ws_connect(self, context: Context):
+        # A WebSocket may authenticate in connection_init instead of a header.
+        token = bearer_from_connection_params(context.connection_params)
+        if token is not None:
+            context.principal, context.key_presented = await principal_for(context.db, token)
+        return await super().on_ws_connect(context)
 
 
 class BodySizeLimit:

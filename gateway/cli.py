@@ -216,6 +216,66 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- keys
+
+
+def _with_db(settings: Settings, work):
+    """Run `work(db)` against the command's database (see gateway.database)."""
+    from gateway.database import database_uri
+
+    async def go(uri: str):
+        from store.client import make_client
+        from store.schema import ensure_schema
+
+        client = make_client(uri)
+        try:
+            db = client[settings.database]
+            await ensure_schema(db)
+            return await work(db)
+        finally:
+            await client.close()
+
+    with database_uri(settings) as uri:
+        return asyncio.run(go(uri))
+
+
+def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
+    from registry.dsse import SignatureError, keyid, load_public_key
+    from store import keys
+
+    if args.keys_command == "create":
+        scope = keys.Scope(args.scope)
+        pem = keyid_value = None
+        if args.public_key:
+            path = Path(args.public_key)
+            if not path.is_file():
+                return fail(f"--public-key: no such file {path}")
+            try:
+                key = load_public_key(path.read_bytes())
+            except SignatureError as error:
+                return fail(f"--public-key: {error}")
+            pem, keyid_value = path.read_text(), keyid(key)
+        elif scope is keys.Scope.runner:
+            return fail("--public-key: a runner key needs the ed25519 public key its results are signed with")
+        if not args.name.strip():
+            return fail("--name: must not be empty")
+        record, secret = _with_db(
+            settings, lambda db: keys.create_key(db, name=args.name, scope=scope, public_key_pem=pem, signing_keyid=keyid_value)
+        )
+        print(secret)
+        print(f"created {record.scope.value} key {record.id} ({record.name}); the secret above is shown only once", file=sys.stderr)
+        return 0
+    if args.keys_command == "list":
+        for doc in _with_db(settings, keys.list_keys):
+            state = "revoked" if doc["revoked"] else "active"
+            print(f"{doc['_id']}\t{doc['scope']}\t{state}\t{doc['name']}\t{doc.get('signingKeyId') or '-'}")
+        return 0
+    if not _with_db(settings, lambda db: keys.revoke(db, args.key_id)):
+        return fail(f"no key {args.key_id}")
+    print(f"revoked {args.key_id}")
+    return 0
+
+
 # ---------------------------------------------------------------- bench
 
 
@@ -262,6 +322,17 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--limit", type=int, default=None, help="at most this many submissions per kernel")
     imp.add_argument("--dry-run", action="store_true", help="write nothing; print the plan")
     imp.set_defaults(handler=cmd_import)
+
+    keys_parser = sub.add_parser("keys", help="manage API keys")
+    keys_sub = keys_parser.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create a key; prints its secret once")
+    create.add_argument("--name", required=True)
+    create.add_argument("--scope", required=True, choices=["reader", "partner", "runner", "maintainer"])
+    create.add_argument("--public-key", default=None, help="ed25519 public key (PEM) for runner and partner signatures")
+    keys_sub.add_parser("list", help="list keys (never their secrets)")
+    revoke = keys_sub.add_parser("revoke", help="revoke a key")
+    revoke.add_argument("key_id")
+    keys_parser.set_defaults(handler=cmd_keys)
 
     bench = sub.add_parser("bench", help="run the benchmark harness (needs the kernels extra)", add_help=False)
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)

@@ -10,17 +10,19 @@ from strawberry.extensions import MaskErrors, MaxAliasesLimiter, MaxTokensLimite
 from gateway.settings import Settings
 from resolvers.errors import ClientError, should_mask
 from resolvers.types.common import LONG_SCALAR, Long
+from resolvers.mutation import Mutation
 from resolvers.query import Query
 from resolvers.types.attestation import Attestation
 from resolvers.types.definition import Definition
 from resolvers.types.environment import Environment
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.implementation import Implementation
+from resolvers.types.job import BenchmarkJob
 from resolvers.types.protocol import Protocol
 from resolvers.types.run import Run
 from resolvers.types.workload import Workload
 
-ENTITY_TYPES = [Run, Definition, Workload, Implementation, Protocol, Environment, ComparisonGroup, Attestation]
+ENTITY_TYPES = [Run, Definition, Workload, Implementation, Protocol, Environment, ComparisonGroup, Attestation, BenchmarkJob]
 
 
 class KernelIndexSchema(strawberry.federation.Schema):
@@ -43,6 +45,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.federation.Sche
         extensions.append(lambda: MaskErrors(should_mask_error=should_mask))
     return KernelIndexSchema(
         query=Query,
+        mutation=Mutation,
         config=StrawberryConfig(scalar_map={Long: LONG_SCALAR}),
         types=ENTITY_TYPES,
         extensions=extensions,

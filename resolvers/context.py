@@ -20,6 +20,7 @@ class Context:
     request: Any = None
     response: Any = None
     principal: Any = None  # the authenticated API key, if any (see gateway.auth)
+    key_presented: bool = False  # a key was sent (it may not have authenticated)
     connection_params: dict[str, Any] | None = None
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import strawberry
@@ -11,11 +12,12 @@ from resolvers import ids
 from resolvers.context import Info
 from resolvers.errors import ClientError
 from resolvers.types.attestation import Attestation
-from resolvers.types.common import EvidenceLevel, RunStatus, check_first, decode_cursor, encode_cursor
+from resolvers.types.common import EvidenceLevel, PageInfo, RunStatus, check_first, decode_cursor, encode_cursor
 from resolvers.types.definition import Definition
 from resolvers.types.environment import Environment
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.implementation import Implementation
+from resolvers.types.job import BenchmarkJob, BenchmarkJobConnection, BenchmarkJobEdge, BenchmarkJobFilter
 from resolvers.types.node import Node
 from resolvers.types.protocol import Protocol
 from resolvers.types.run import Run, RunConnection
@@ -45,6 +47,9 @@ def _key(global_id: str, expected: str | None = None) -> tuple[str, str]:
 
 async def load_node(info: Info, global_id: str) -> Node | None:
     type_name, key = _key(global_id)
+    if type_name == "BenchmarkJob":
+        doc = await info.context.db.jobs.find_one({"_id": key})
+        return BenchmarkJob.from_doc(doc) if doc else None
     if type_name not in NODE_TYPES:
         return None
     doc = await info.context.loaders.for_type(type_name).load(key)
@@ -129,3 +134,27 @@ class Query:
         else:
             doc = await info.context.db.definitions.find_one({"spec.name": name})
         return Definition.from_doc(doc) if doc else None
+
+    @strawberry.field
+    async def benchmark_job(self, info: Info, id: strawberry.ID) -> BenchmarkJob | None:
+        doc = await info.context.db.jobs.find_one({"_id": _key(id, "BenchmarkJob")[1]})
+        return BenchmarkJob.from_doc(doc) if doc else None
+
+    @strawberry.field(description="Benchmark jobs, newest first.")
+    async def benchmark_jobs(
+        self, info: Info, filter: BenchmarkJobFilter | None = None, first: int = 20, after: str | None = None
+    ) -> BenchmarkJobConnection:
+        query: dict[str, Any] = {}
+        if filter and filter.state:
+            query["state"] = filter.state.value
+        if filter and filter.gpu:
+            query["gpu"] = filter.gpu
+        if filter and filter.definition:
+            query["definitionDigest"] = _key(filter.definition, "Definition")[1]
+        if after:
+            created_ms, = decode_cursor(after, 1)
+            query["createdAt"] = {"$lt": datetime.fromtimestamp(created_ms / 1000, UTC)}
+        docs = await info.context.db.jobs.find(query).sort("createdAt", -1).limit(check_first(first) + 1).to_list()
+        page = docs[:first]
+        edges = [BenchmarkJobEdge(cursor=encode_cursor(int(d["createdAt"].timestamp() * 1000)), node=BenchmarkJob.from_doc(d)) for d in page]
+        return BenchmarkJobConnection(edges=edges, page_info=PageInfo(has_next_page=len(docs) > first, end_cursor=edges[-1].cursor if edges else None))

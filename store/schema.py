@@ -105,6 +105,12 @@ INDEXES: dict[str, list[IndexModel]] = {
     "events": [IndexModel([("seq", ASCENDING)], name="seq", unique=True)],
     "comparison_groups": [IndexModel([("definitionDigest", ASCENDING)], name="definition")],
     "source_snapshots": [IndexModel([("source", ASCENDING), ("url", ASCENDING)], name="source_url")],
+    "jobs": [
+        IndexModel([("requestedBy", ASCENDING), ("idempotencyKey", ASCENDING)], name="idempotency", unique=True),
+        IndexModel([("state", ASCENDING), ("gpu", ASCENDING), ("createdAt", ASCENDING)], name="queue"),
+    ],
+    "attestations": [IndexModel([("spec.subjectDigest", ASCENDING), ("seq", ASCENDING)], name="subject")],
+    "notes": [IndexModel([("runDigest", ASCENDING), ("createdAt", ASCENDING)], name="run")],
 }
 
 
