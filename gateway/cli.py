@@ -184,6 +184,8 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
     from gateway.database import database_uri
     from loaders.sol_execbench.cli import print_report, run_import
+    from loaders.sol_execbench.fetch import FetchError
+    from loaders.sol_execbench.parse import ParseError
 
     if args.source != "sol-execbench":
         return fail(f"unknown source {args.source!r}; known: sol-execbench")
@@ -210,8 +212,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             await client.close()
 
-    with database_uri(settings) as uri:
-        report = asyncio.run(go(uri))
+    try:
+        with database_uri(settings) as uri:
+            report = asyncio.run(go(uri))
+    except (FetchError, ParseError) as error:
+        return fail(f"import sol-execbench: {error}")
     print_report(report, console)
     return 0
 

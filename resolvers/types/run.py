@@ -80,7 +80,7 @@ class SourceNative:
     external_id: str
     external_reference: str = strawberry.field(description='How the source names the record, e.g. "submission/37369".')
     metrics: list[Metric]
-    sol_execbench: SolExecBenchMetrics | None
+    sol_execbench: SolExecBenchMetrics | None = strawberry.field(name="solExecBench")
     raw: JSON = strawberry.field(description="The source-native block exactly as stored.")
 
 

@@ -1,0 +1,97 @@
+"""The seed record page, line by line, answered by the API after `serve`'s own data bootstrap."""
+
+from pathlib import Path
+
+import pytest
+
+from gateway.bootstrap import bootstrap
+from gateway.settings import Settings
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+DOSSIER = """query { runByExternalId(source: "sol-execbench", externalId: "37369") {
+  id digest title name labels { key value } status current observedAt evidenceLevel
+  primaryMeasurement { statistic valueNs display }
+  measurements { statistic valueNs display }
+  rank group { id key size rankedSize title leader { digest title } }
+  sourceNative { source sourceTitle benchmark externalId externalReference raw
+    metrics { name value } solExecBench { solScore latencyMs avgSpeedup fast1Count fast1Total summary } }
+  identity { digest comparisonKey source sourceTitle externalId externalReference
+    protocolDigest workloadDigest environmentDigest implementationDigest }
+  implementation { name project revision }
+  correctness { status statement policy }
+  workload { description caseCount comparator aggregation }
+  protocol { digest harness { name version } timer primaryStatistic correctnessReference comparabilityFamily comparabilityNotes notes manifest }
+  environment { digest gpu { vendor product architecture display } libraries { key value } manifest }
+  artifacts { name }
+  attestations { edges { cursor } pageInfo { hasNextPage } }
+  manifest
+  citation { permalink digest accessedAt text }
+} }"""
+
+
+@pytest.fixture
+async def seeded(db, mongo_uri):
+    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
+    return db
+
+
+async def test_the_seed_page_line_by_line(api, seeded):
+    run = (await api.data(DOSSIER))["runByExternalId"]
+    assert run["title"] == "Geometric · 051_attention_qkv_with_qk_norm_single_kernel_backward · B200"
+    # Primary measurement: 333.6µs mean.
+    assert run["primaryMeasurement"] == {"statistic": "mean", "valueNs": 333636, "display": "333.6 µs"}
+    assert run["measurements"] == [run["primaryMeasurement"]]
+    # Rank in its comparison group, honest for the data loaded: one run, so #1 of 1 — not a copied 50.
+    assert run["rank"] == 1
+    assert run["group"]["size"] == 1 and run["group"]["leader"]["digest"] == run["digest"]
+    assert run["observedAt"] == "2026-08-16T10:44:34.394000+00:00"
+    # SOL 0.2851 · 0.46× reference · 2/16 cases faster
+    sol = run["sourceNative"]["solExecBench"]
+    assert sol == {"solScore": 0.28508, "latencyMs": 0.333636, "avgSpeedup": 0.4642, "fast1Count": 2, "fast1Total": 16,
+                   "summary": "SOL 0.2851 · 0.46× reference · 2/16 cases faster"}
+    assert run["sourceNative"]["raw"]["metrics"]["sol_score"] == 0.28508
+    # Identity.
+    assert run["implementation"] == {"name": "Geometric", "project": "Geometric", "revision": "submission-37369"}
+    identity = run["identity"]
+    assert identity["sourceTitle"] == "NVIDIA SOL-ExecBench"
+    assert identity["externalId"] == "37369" and identity["externalReference"] == "submission/37369"
+    assert identity["comparisonKey"] == run["group"]["key"]
+    assert identity["protocolDigest"] == "sha256:6383f62490dad270ad2146a94f67b48fba5cfcbc0b9b180f02665c69cc4433a0"
+    assert identity["environmentDigest"] == "sha256:f304afb2fedab4bbeadf8ac36a990ff517ab6e824dfe5a3ee0fe46259ff5e39f"
+    assert identity["digest"] == run["digest"]
+    # Correctness.
+    assert run["correctness"] == {"status": "passed", "statement": "Marked passed by the source; the correctness policy was not published.", "policy": "not published"}
+    # Workload.
+    assert run["workload"] == {"description": "Correctness must pass on every case in the SOL evaluation stack.", "caseCount": 16,
+                               "comparator": "sol_execbench_eval", "aggregation": "mean latency"}
+    # Protocol.
+    protocol = run["protocol"]
+    assert protocol["harness"] == {"name": "SOL-ExecBench evaluation stack", "version": "v1.1"}
+    assert (protocol["timer"], protocol["primaryStatistic"]) == ("harness_reported", "mean")
+    assert protocol["correctnessReference"] == "definition reference implementation"
+    assert protocol["comparabilityFamily"] == "sol_execbench_leaderboard"
+    assert any("median" in note for note in protocol["notes"])  # the stack computes the median of CUPTI spans
+    # Environment.
+    assert run["environment"]["gpu"]["display"] == "NVIDIA B200 (sm_100)"
+    assert run["environment"]["libraries"] == [{"key": "evaluation_stack", "value": "v1.1"}]
+    # Artifacts, attestations, evidence.
+    assert run["artifacts"] == [] and run["attestations"]["edges"] == []
+    assert run["evidenceLevel"] == "REPORTED"
+    assert run["labels"] == [{"key": "worker", "value": "external-prod-b200-modal-1"}]
+    # Canonical manifest and citation.
+    assert run["manifest"]["kind"] == "BenchmarkRun" and run["manifest"]["spec"]["timing"]["latencyNs"] == {"mean": 333636}
+    assert protocol["manifest"]["spec"]["comparability"]["family"] == "sol_execbench_leaderboard"
+    assert run["citation"]["digest"] == run["digest"] and run["citation"]["permalink"].endswith(f"/runs/{run['digest']}")
+
+
+async def test_bootstrap_twice_writes_nothing(seeded, mongo_uri):
+    counts = {name: await seeded[name].count_documents({}) for name in ("runs", "events", "definitions", "workloads", "source_snapshots")}
+    await bootstrap(mongo_uri, Settings(database=seeded.name), DATA)
+    assert {name: await seeded[name].count_documents({}) for name in counts} == counts
+
+
+async def test_permalink_serves_the_manifest(api, seeded):
+    run = (await api.data(DOSSIER))["runByExternalId"]
+    response = await api.http.get(f"/runs/{run['digest']}")
+    assert response.status_code == 200 and response.json() == run["manifest"]
