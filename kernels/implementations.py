@@ -1,0 +1,188 @@
+"""The implementations the harness (and later the runner) may execute, by name.
+
+Each one maps a name to callables (loaded lazily: importing this module needs no torch) and to an
+ImplementationRevision manifest whose spec.code.digest is the sha256 digest of its source files.
+Only code registered here is ever executed; nothing that comes from the API is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from registry.digest import digest_of
+from registry.manifests import Manifest, make_manifest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+OP_DIR = "kernels/ops/qkv_qknorm_backward"
+
+
+@dataclass(frozen=True)
+class Implementation:
+    name: str                      # registry key: "reference", "compile", "ext", ...
+    operation: str                 # operation key: "051"
+    title: str
+    language: str
+    entry_point: str               # "module:function"
+    sources: tuple[str, ...]       # repository-relative paths the digest covers
+    devices: tuple[str, ...]
+    variant: dict[str, Any] = field(default_factory=dict)  # e.g. wrapper or mode; in the digest
+    out_entry_point: str | None = None  # destination-passing variant, if any
+    description: str = ""
+
+    # ---------------------------------------------------------------- identity
+    def code_digest(self) -> str:
+        files = {}
+        for rel in self.sources:
+            files[rel] = "sha256:" + hashlib.sha256((REPO_ROOT / rel).read_bytes()).hexdigest()
+        return digest_of({"files": files, "entryPoint": self.entry_point, "variant": self.variant})
+
+    def manifest_name(self) -> str:
+        return f"kernelindex-{self.operation}-{self.name}"
+
+    def manifest(self, definition_digest: str) -> Manifest:
+        digest = self.code_digest()
+        return make_manifest(
+            "ImplementationRevision",
+            self.manifest_name(),
+            {
+                "name": self.manifest_name(),
+                "project": "kernelindex",
+                "revision": "v1+" + digest.split(":")[1][:12],
+                "definitionDigest": definition_digest,
+                "code": {
+                    "repository": "kernelindex",
+                    "path": OP_DIR,
+                    "entryPoint": self.entry_point,
+                    "digest": digest,
+                    "language": self.language,
+                },
+            },
+            title=self.title,
+            annotations={"description": self.description} if self.description else {},
+        )
+
+    # ---------------------------------------------------------------- execution
+    def load(self) -> Callable[..., tuple]:
+        """fn(**inputs) -> outputs tuple (definition order)."""
+        fn = _resolve(self.entry_point)
+        if self.variant.get("wrapper") == "torch.compile":
+            return fn()
+        if "mode" in self.variant:
+            mode = self.variant["mode"]
+            return lambda **inputs: fn(mode=mode, **inputs)
+        return fn
+
+    def load_out(self) -> Callable[..., None] | None:
+        """fn(outputs, **inputs) -> None, or None when there is no destination-passing variant."""
+        if self.out_entry_point is None:
+            return None
+        fn = _resolve(self.out_entry_point)
+        if "mode" in self.variant:
+            mode = self.variant["mode"]
+            return lambda outputs, **inputs: fn(outputs, mode=mode, **inputs)
+        return fn
+
+    def prepare(self) -> None:
+        """Build or compile ahead of timing (extension build; torch.compile happens on first call)."""
+        if self.entry_point.startswith("kernels.ops.qkv_qknorm_backward.ext:"):
+            from kernels.ops.qkv_qknorm_backward import ext
+
+            ext.load()
+
+
+def _resolve(entry_point: str) -> Callable:
+    module, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def compiled_reference():
+    """torch.compile of the reference (default mode; shapes recompile automatically)."""
+    import torch
+
+    from kernels.ops.qkv_qknorm_backward.reference import reference
+
+    return torch.compile(reference)
+
+
+_REF_SOURCES = (f"{OP_DIR}/definition.py", f"{OP_DIR}/reference.py")
+_EXT_SOURCES = (
+    f"{OP_DIR}/definition.py",
+    f"{OP_DIR}/checks.py",
+    f"{OP_DIR}/ext.py",
+    f"{OP_DIR}/csrc/binding.cpp",
+    f"{OP_DIR}/csrc/launch.h",
+    f"{OP_DIR}/csrc/sm90_ptx.cuh",
+    f"{OP_DIR}/csrc/norm_backward.cu",
+    f"{OP_DIR}/csrc/gemm_sm90.cu",
+)
+
+
+def _ext(name: str, mode: str, title: str, description: str) -> Implementation:
+    return Implementation(
+        name=name,
+        operation="051",
+        title=title,
+        language="cuda",
+        entry_point="kernels.ops.qkv_qknorm_backward.ext:qkv_qknorm_backward",
+        out_entry_point="kernels.ops.qkv_qknorm_backward.ext:qkv_qknorm_backward_out",
+        sources=_EXT_SOURCES,
+        devices=("cuda",),
+        variant={"mode": mode},
+        description=description,
+    )
+
+
+IMPLEMENTATIONS: dict[str, Implementation] = {
+    "reference": Implementation(
+        name="reference",
+        operation="051",
+        title="PyTorch reference (eager)",
+        language="python",
+        entry_point="kernels.ops.qkv_qknorm_backward.reference:reference",
+        sources=_REF_SOURCES,
+        devices=("cpu", "cuda"),
+        description="Eager PyTorch from the math in definition.py; bf16 GEMMs.",
+    ),
+    "compile": Implementation(
+        name="compile",
+        operation="051",
+        title="torch.compile of the PyTorch reference",
+        language="python",
+        entry_point="kernels.implementations:compiled_reference",
+        sources=_REF_SOURCES + ("kernels/implementations.py",),
+        devices=("cuda",),
+        variant={"wrapper": "torch.compile", "mode": "default"},
+        description="torch.compile(reference), default mode (Inductor).",
+    ),
+    "ext": _ext(
+        "ext", "auto", "KernelIndex CUDA extension (norm kernel + persistent wgmma GEMM)",
+        "Fused Q/K RMSNorm backward + transpose into G=[GQ|GK|GV], then one persistent sm_90a "
+        "wgmma kernel computing dX=G·W and dW=Gᵀ·X (split-K, deterministic fix-up), PDL-chained.",
+    ),
+    "ext-cublas": _ext(
+        "ext-cublas", "cublas", "KernelIndex CUDA extension, cuBLAS GEMMs (fallback)",
+        "The same norm kernel, then the two GEMMs through cuBLAS (at::mm_out).",
+    ),
+    "ext-wgmma128": _ext(
+        "ext-wgmma128", "wgmma128", "KernelIndex CUDA extension, 128-row GEMM tiles",
+        "As ext, with 128x128 tiles forced.",
+    ),
+    "ext-wgmma256": _ext(
+        "ext-wgmma256", "wgmma256", "KernelIndex CUDA extension, 256-row GEMM tiles",
+        "As ext, with 256x128 tiles forced.",
+    ),
+}
+
+
+def get(name: str) -> Implementation:
+    if name not in IMPLEMENTATIONS:
+        raise ValueError(f"unknown implementation {name!r}; known: {sorted(IMPLEMENTATIONS)}")
+    return IMPLEMENTATIONS[name]
+
+
+def implementation_manifest(name: str, definition_digest: str) -> Manifest:
+    return get(name).manifest(definition_digest)

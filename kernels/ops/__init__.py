@@ -1,0 +1,1 @@
+"""One package per operation: definition (math, shapes, cases), reference, CUDA extension."""

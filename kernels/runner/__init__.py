@@ -1,0 +1,1 @@
+"""The runner: claims benchmark jobs over GraphQL, runs the harness, posts signed results."""

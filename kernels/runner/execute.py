@@ -1,0 +1,136 @@
+"""Executing one benchmark job on this host and signing the result.
+
+The job names a definition, an implementation and a protocol by digest; the runner executes only
+code from its own `kernels/` registry whose manifests have exactly those digests. Nothing in the
+job is ever executed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from registry.digest import manifest_digest
+from registry.dsse import BENCHMARK_RUN_PREDICATE, sign_envelope, statement_bytes
+from registry.manifests import Manifest, ManifestError, parse_manifest
+
+
+class JobFailure(Exception):
+    """The job cannot succeed here; `code` is a BenchmarkJob failure code."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Outcome:
+    envelope: dict[str, Any]
+    run: Manifest
+    environment: Manifest
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _find_operation(definition_digest: str):
+    from kernels.harness.report import definition_manifest
+    from kernels.operations import OPERATIONS
+
+    for op in OPERATIONS.values():
+        if manifest_digest(definition_manifest(op)) == definition_digest:
+            return op
+    raise JobFailure("runtime_error", f"this runner has no operation with definition digest {definition_digest}")
+
+
+def _find_implementation(name: str, digest: str, definition_digest: str):
+    from kernels.implementations import IMPLEMENTATIONS
+
+    for impl in IMPLEMENTATIONS.values():
+        if impl.manifest_name() == name:
+            if manifest_digest(impl.manifest(definition_digest)) != digest:
+                raise JobFailure("compile_error", f"this runner's {name} is another revision than {digest}")
+            return impl
+    raise JobFailure("runtime_error", f"this runner's kernels registry has no implementation {name!r}")
+
+
+def _settings_for(protocol: Manifest):
+    """Harness settings that reproduce the job's protocol exactly (same digest), or a failure."""
+    from kernels.harness.protocol import Settings, protocol_manifest
+
+    spec = protocol.spec
+    device = "cpu" if protocol.metadata.name.endswith("-cpu") else "cuda"
+    settings = Settings(
+        device=device,
+        rounds=spec.correctness.rounds or 5,
+        warmups=spec.measurement.warmups or 0,
+        samples=spec.measurement.samples or 1,
+    )
+    if manifest_digest(protocol_manifest(settings)) != manifest_digest(protocol):
+        raise JobFailure("runtime_error", "this runner's harness cannot measure under the job's protocol (its digest differs)")
+    return settings
+
+
+def _shapes(workload: Manifest) -> list[tuple[int, int]]:
+    try:
+        return [(case.axes["batch_size"], case.axes["seq_len"]) for case in workload.spec.cases]
+    except KeyError as missing:
+        raise JobFailure("runtime_error", f"the workload's cases lack the axis {missing}") from None
+
+
+def execute_job(job: dict[str, Any], signing_key: Ed25519PrivateKey, log: Callable[[str], None] = _log) -> Outcome:
+    """Run the job's implementation (and the reference, for T_b) and sign the run manifest."""
+    from kernels.harness.environment import environment_manifest
+    from kernels.harness.report import run_manifest
+    from kernels.harness.run import run_benchmark
+    from kernels.implementations import get
+
+    try:
+        workload = parse_manifest(job["workload"])
+        protocol = parse_manifest(job["protocol"])
+    except (ManifestError, KeyError) as error:
+        raise JobFailure("runtime_error", f"the job document is not valid: {error}") from None
+    definition_digest = job["definition"]["digest"]
+    op = _find_operation(definition_digest)
+    impl = _find_implementation(job["implementation"]["name"], job["implementation"]["digest"], definition_digest)
+    settings = _settings_for(protocol)
+    shapes = _shapes(workload)
+
+    reference = get("reference")
+    impls = [reference] if impl.name == reference.name else [reference, impl]
+    log(f"job {job['jobId']}: {impl.name} on {len(shapes)} cases, {settings.device}")
+    records, _product = run_benchmark(op, impls, shapes, settings, log=log)
+    record = records[impl.name]
+    if record.load_error:
+        raise JobFailure("compile_error", record.load_error)
+
+    environment = environment_manifest(settings.device)
+    if environment.spec.hardware.product != job["gpu"]:
+        raise JobFailure("runtime_error", f"this host is {environment.spec.hardware.product}, the job asks for {job['gpu']}")
+    observed = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    run = run_manifest(
+        record,
+        records[reference.name],
+        protocol_digest=manifest_digest(protocol),
+        workload_digest=manifest_digest(workload),
+        environment_digest=manifest_digest(environment),
+        implementation_digest=job["implementation"]["digest"],
+        observed_at=observed,
+        env_slug=environment.metadata.name.removeprefix("env-")[:40],
+        artifacts=[],
+    )
+    if run is None:
+        failures = "; ".join(c.error for c in record.cases if c.error) or "no case produced a measurement"
+        raise JobFailure("runtime_error", failures[:2000])
+    payload = statement_bytes(
+        run.metadata.name,
+        manifest_digest(run),
+        BENCHMARK_RUN_PREDICATE,
+        {"job": job["jobId"], "manifests": [run.to_json(), environment.to_json()]},
+    )
+    return Outcome(envelope=sign_envelope(payload, signing_key), run=run, environment=environment)
