@@ -292,6 +292,60 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     return bench_main(args.bench_args)
 
 
+# ---------------------------------------------------------------- runner and offline results
+
+
+def cmd_runner(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        from kernels.runner.cli import main as runner_main
+    except ImportError as error:
+        return fail(f"kernelindex runner needs the kernels extra (pip install -e '.[kernels]'): {error}")
+    return runner_main(args.runner_args)
+
+
+def cmd_jobs_claim(args: argparse.Namespace, settings: Settings) -> int:
+    """Claim a job for an offline runner and write its job document."""
+    from kernels.runner.client import ApiError, RegistryClient
+
+    client = RegistryClient(args.api, args.key)
+    try:
+        job = client.claim(args.gpu, args.lease)
+    except ApiError as error:
+        return fail(f"claim: {error}")
+    finally:
+        client.close()
+    if job is None:
+        return fail(f"no queued job for {args.gpu}")
+    Path(args.out).write_text(json.dumps(job["runnerDocument"], indent=1))
+    print(f"claimed {job['id']}; job document in {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_submit_result(args: argparse.Namespace, settings: Settings) -> int:
+    from kernels.runner.client import ApiError, RegistryClient
+
+    try:
+        result = json.loads(Path(args.file).read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        return fail(f"{args.file}: cannot read a result: {error}")
+    if not isinstance(result, dict) or not isinstance(result.get("job"), str):
+        return fail(f"{args.file}: a result file has a job ID and an envelope (or a failure)")
+    client = RegistryClient(args.api, args.key)
+    try:
+        if "failure" in result:
+            client.fail(result["job"], result["failure"]["code"], result["failure"]["message"])
+            print(f"job {result['job']}: reported failure {result['failure']['code']}")
+            return 0
+        outcome = client.complete(result["job"], result["envelope"])
+    except ApiError as error:
+        return fail(f"the registry refused the result: {error}")
+    finally:
+        client.close()
+    run = outcome.get("run") or {}
+    print(f"job {result['job']}: {outcome['job']['state']}" + (f"; run {run['digest']} ({run['evidenceLevel']})" if run else ""))
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -338,6 +392,26 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", help="revoke a key")
     revoke.add_argument("key_id")
     keys_parser.set_defaults(handler=cmd_keys)
+
+    runner = sub.add_parser("runner", help="run benchmark jobs (needs the kernels extra)", add_help=False)
+    runner.add_argument("runner_args", nargs=argparse.REMAINDER)
+    runner.set_defaults(handler=cmd_runner)
+
+    jobs_parser = sub.add_parser("jobs", help="benchmark jobs over the API")
+    jobs_sub = jobs_parser.add_subparsers(dest="jobs_command", required=True)
+    claim = jobs_sub.add_parser("claim", help="claim a job for an offline runner; writes its job document")
+    claim.add_argument("--api", required=True)
+    claim.add_argument("--key", required=True, help="the runner's API key")
+    claim.add_argument("--gpu", required=True)
+    claim.add_argument("--lease", type=int, default=6 * 3600)
+    claim.add_argument("--out", required=True)
+    claim.set_defaults(handler=cmd_jobs_claim)
+
+    submit = sub.add_parser("submit-result", help="post an offline runner's signed result")
+    submit.add_argument("file")
+    submit.add_argument("--api", required=True)
+    submit.add_argument("--key", required=True, help="the runner's API key")
+    submit.set_defaults(handler=cmd_submit_result)
 
     bench = sub.add_parser("bench", help="run the benchmark harness (needs the kernels extra)", add_help=False)
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)

@@ -25,7 +25,8 @@ from store.publish import insert_ignoring_duplicates, manifest_document
 from store.verified_results import ResultError, accept_result
 from store.workload_subsets import subset_suite
 
-CONTROLLED_FAMILY = "kernelindex_controlled"
+# Our harness's protocols: on a GPU, and the CPU smoke-test mode (never ranked with the former).
+CONTROLLED_FAMILIES = ("kernelindex_controlled", "kernelindex_controlled_cpu")
 MAX_LEASE_SECONDS = 24 * 3600
 
 
@@ -33,7 +34,7 @@ MAX_LEASE_SECONDS = 24 * 3600
 class BenchmarkJobRequestInput:
     definition: strawberry.ID
     implementation: str = strawberry.field(description="The implementation's name in the runners' kernels registry, e.g. \"ext\".")
-    gpu: str = strawberry.field(description='GPU product, e.g. "NVIDIA H200" ("CPU" for the CPU harness mode).')
+    gpu: str = strawberry.field(description='GPU product, e.g. "NVIDIA H200"; a CPU model name for the CPU harness mode.')
     idempotency_key: str
     cases: list[int] | None = strawberry.field(default=None, description="Case indexes of the workload; all when omitted.")
     workload: strawberry.ID | None = strawberry.field(default=None, description="Default: the definition's largest suite.")
@@ -131,11 +132,11 @@ async def _resolve_job_spec(info: Info, data: BenchmarkJobRequestInput) -> dict[
         except ids.BadGlobalId as error:
             raise Refusal("BAD_ID", str(error), "protocol") from None
     else:
-        device = "cpu" if data.gpu.upper() == "CPU" else "cuda"
-        candidates = await db.protocols.find({"spec.comparability.family": CONTROLLED_FAMILY}).sort("storedAt", -1).to_list()
-        matching = [p for p in candidates if p["metadata"].get("labels", {}).get("device", "cuda") == device]
+        device = "cuda" if data.gpu.startswith("NVIDIA") else "cpu"
+        candidates = await db.protocols.find({"spec.comparability.family": {"$in": list(CONTROLLED_FAMILIES)}}).sort("storedAt", -1).to_list()
+        matching = [p for p in candidates if _protocol_device(p) == device]
         protocol = matching[0] if matching else None
-    if protocol is None or protocol["spec"]["comparability"]["family"] != CONTROLLED_FAMILY:
+    if protocol is None or protocol["spec"]["comparability"]["family"] not in CONTROLLED_FAMILIES:
         raise Refusal("NOT_FOUND", "no controlled (kernelindex_controlled) protocol found; name one", "protocol")
 
     suite_digest = manifest_digest(suite)
@@ -152,6 +153,14 @@ async def _resolve_job_spec(info: Info, data: BenchmarkJobRequestInput) -> dict[
             "protocolDigest": protocol["_id"],
         },
     }
+
+
+def _protocol_device(protocol: dict[str, Any]) -> str:
+    """Which kind of device a controlled protocol measures: its label, else its timer."""
+    label = protocol["metadata"].get("labels", {}).get("device")
+    if label:
+        return label
+    return "cpu" if protocol["spec"]["measurement"]["timer"].startswith("wall_clock") else "cuda"
 
 
 @strawberry.type
