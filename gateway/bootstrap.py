@@ -1,22 +1,37 @@
 """Data on first start: what `serve` loads, idempotently, before it answers requests.
 
 - `data/snapshots/sol-execbench/`: saved SOL-ExecBench responses, imported by the loader.
-- `data/controlled/**.json`: our own controlled runs (manifests from the harness and runners).
+- `data/controlled/**/manifests.json`: our own harness's manifests (definitions, workloads,
+  protocols, environments, implementations, runs).
+- `data/verified/*.json`: signed runner results ({"job", "envelope"}) from controlled reruns,
+  verified against the approved runner keys in `data/runners/*.pem` and published as verified.
 A second start finds everything present and writes nothing.
 """
 
 from __future__ import annotations
 
-import logging
+import json
 from pathlib import Path
 
 from gateway.manifest_files import read_manifests
 from gateway.settings import Settings
+from registry.dsse import keyid, load_public_key
 from store.client import make_client
 from store.manifest_set import publish_set
 from store.schema import ensure_schema
+from store.verified_results import ResultError, publish_signed_record
 
-log = logging.getLogger("kernelindex.bootstrap")
+
+class BootstrapError(RuntimeError):
+    """Committed data that cannot be loaded: the message names the file and the reason."""
+
+
+def approved_runner_keys(data_dir: Path) -> dict:
+    keys = {}
+    for path in sorted((data_dir / "runners").glob("*.pem")):
+        key = load_public_key(path.read_bytes())
+        keys[keyid(key)] = key
+    return keys
 
 
 async def bootstrap(uri: str, settings: Settings, data_dir: Path) -> None:
@@ -28,13 +43,18 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path) -> None:
         if snapshot.is_dir():
             from loaders.sol_execbench.cli import run_import
 
-            await run_import(db, snapshot_dir=snapshot, base_url=None, kernels=None, limit=None, dry_run=False, console=None)
+            await run_import(db, snapshot_dir=snapshot, console=None)
         manifests = []
-        for path in sorted((data_dir / "controlled").rglob("*.json")):
-            if path.name.endswith(".raw.json") or "raw" in path.parts:
-                continue  # raw measurements kept beside the manifests
+        for path in sorted((data_dir / "controlled").rglob("manifests.json")):
             manifests += read_manifests(path)
         if manifests:
             await publish_set(db, manifests)
+        approved = approved_runner_keys(data_dir)
+        for path in sorted((data_dir / "verified").glob("*.json")):
+            record = json.loads(path.read_text())
+            try:
+                await publish_signed_record(db, record["envelope"], approved)
+            except ResultError as error:
+                raise BootstrapError(f"{path}: {error.code}: {error}") from None
     finally:
         await client.close()

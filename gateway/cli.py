@@ -14,6 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
+from gateway.bootstrap import BootstrapError
 from gateway.embedded import EmbeddedDatabaseError, EmbeddedServer, _port_taken, clear_address, home, write_address
 from gateway.settings import Settings
 from registry.manifests import ManifestError
@@ -429,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {path}: {reason}" if path else f"error: {reason}", file=sys.stderr)
         print("error: nothing was written", file=sys.stderr)
         return 1
-    except (EmbeddedDatabaseError, CommandError) as error:
+    except (EmbeddedDatabaseError, CommandError, BootstrapError) as error:
         return fail(str(error))
     except KeyboardInterrupt:
         return 130

@@ -88,11 +88,7 @@ async def accept_result(db: AsyncDatabase, *, job_id: str, runner: ApiKey, envel
             continue
         if getattr(run.spec, field) != expected[field]:
             raise ResultError("DIGEST_MISMATCH", f"the run's {field} is not the one the job expects ({expected[field]})")
-    references = {role: await _stored(db, kind, expected[field]) for role, (field, kind) in RUN_REFERENCES.items() if role != "environment"}
-    definition = await _stored(db, "OperationSpec", job["definitionDigest"])
-    if definition is None or any(ref is None for ref in references.values()):
-        raise ResultError("DIGEST_MISMATCH", "an object the job references is no longer in the registry")
-
+    bundle = await _bundle(db, run, environment, signer)
     if run.spec.status is not RunStatus.passed:
         failed = await jobs.transition(
             db, job, jobs.JobState.failed,
@@ -100,6 +96,44 @@ async def accept_result(db: AsyncDatabase, *, job_id: str, runner: ApiKey, envel
             resultEnvelope=envelope,
         )
         return failed
-    await publish(db, Bundle(run=run, definition=definition, environment=environment, verified_by=signer, **references))
-    await db.runs.update_one({"_id": digest}, {"$set": {"verification": {"jobId": job_id, "runnerKeyId": runner.id, "signer": signer, "envelope": envelope}}})
+    await _publish_verified(db, bundle, {"jobId": job_id, "runnerKeyId": runner.id, "signer": signer, "envelope": envelope})
     return await jobs.transition(db, job, jobs.JobState.succeeded, runDigest=digest, resultEnvelope=envelope)
+
+
+async def _bundle(db: AsyncDatabase, run: Manifest, environment: Manifest, signer: str) -> Bundle:
+    references = {
+        role: await _stored(db, kind, getattr(run.spec, field))
+        for role, (field, kind) in RUN_REFERENCES.items()
+        if role != "environment"
+    }
+    if any(ref is None for ref in references.values()):
+        raise ResultError("DIGEST_MISMATCH", "an object the run references is not in the registry")
+    definition = await _stored(db, "OperationSpec", references["workload"].spec.definitionDigest)
+    if definition is None:
+        raise ResultError("DIGEST_MISMATCH", "the run's definition is not in the registry")
+    return Bundle(run=run, definition=definition, environment=environment, verified_by=signer, **references)
+
+
+async def _publish_verified(db: AsyncDatabase, bundle: Bundle, verification: dict[str, Any]) -> str:
+    outcome = await publish(db, bundle)
+    await db.runs.update_one({"_id": outcome.run_digest, "verification": {"$exists": False}}, {"$set": {"verification": verification}})
+    return outcome.run_digest
+
+
+async def publish_signed_record(db: AsyncDatabase, envelope: dict[str, Any], approved: dict[str, Any]) -> str:
+    """Publish a runner's signed result kept as a file (e.g. from an offline H200 run), verified
+    against the approved runner keys {keyid: public key}. Idempotent."""
+    try:
+        payload, signer = verify_envelope(envelope, approved)
+        statement = parse_statement(payload, BENCHMARK_RUN_PREDICATE)
+    except SignatureError as error:
+        raise ResultError(error.code, str(error)) from None
+    run, environment = _manifests(statement)
+    if statement.subject_digest != manifest_digest(run):
+        raise ResultError("SUBJECT_MISMATCH", "the statement's subject is not the digest of the run it carries")
+    if run.spec.environmentDigest != manifest_digest(environment):
+        raise ResultError("DIGEST_MISMATCH", "the run does not reference the environment it carries")
+    if run.spec.status is not RunStatus.passed:
+        raise ResultError("NOT_PASSED", f"the run's status is {run.spec.status.value}")
+    bundle = await _bundle(db, run, environment, signer)
+    return await _publish_verified(db, bundle, {"jobId": statement.predicate.get("job"), "signer": signer, "envelope": envelope})
