@@ -387,7 +387,9 @@ GemmPlan plan_for_bm(int tokens, int num_sms, int bm) {
   // chip, plus per-item overheads (pipeline fill, epilogue) and split overheads (partials).
   const double kb_us = 2.0 * bm * kBN * kBK / (650e12 / num_sms) * 1e6;
   const double item_us = 0.8;
-  const double split_us = 0.5 * bm / 128.0;
+  // A split piece writes its fp32 partial and (the last one) reads the others back: ~2 tile
+  // transfers at ~120 GB/s from one SM.
+  const double split_us = 2.0 * bm * kBN * 4 / 120e9 * 1e6;
   GemmPlan best{};
   best.predicted_us = 1e30;
   const int mx = (tokens + bm - 1) / bm;
@@ -396,7 +398,7 @@ GemmPlan plan_for_bm(int tokens, int num_sms, int bm) {
   const int nxt = mx * kNT;
   const int sx_options[] = {1, 2, 3, 4, 6, 8, 12};
   for (int sx : sx_options) {
-    for (int sw = 1; sw <= std::min(kbw, 32); ++sw) {
+    for (int sw = 1; sw <= std::min(kbw, 16); ++sw) {
       const double cx = item_us + kb_us * ((kKBX + sx - 1) / sx) + (sx > 1 ? split_us : 0.0);
       const double cw = item_us + kb_us * ((kbw + sw - 1) / sw) + (sw > 1 ? split_us : 0.0);
       const int n_x = nxt * sx, n_w = nwt * sw;
