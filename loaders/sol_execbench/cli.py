@@ -8,15 +8,17 @@ turns a fatal source error (host unreachable, kernel list unusable) into exit co
 
 Per kernel: fetch and parse its detail, normalize its OperationSpec and WorkloadSuite, fetch
 every page of submissions, parse and normalize each record. A bad kernel, page or record is
-rejected with its reason and the rest goes on. Runs are published in batches of `batch_size`
-(snapshots first). With `dry_run` nothing is written (the database is not even touched) and the
+rejected with its reason and the rest goes on. Runs are published in batches of about
+`batch_size` (whole kernels; snapshots first) by a background writer, so the database writes one
+batch while the next is read and normalized. With `dry_run` nothing is written (the database is not even touched) and the
 report carries the plan.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from dataclasses import dataclass, field
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -33,19 +35,11 @@ from loaders.sol_execbench.normalize import (
     normalize_submission,
 )
 from loaders.sol_execbench.parse import ParseError, parse_kernel, parse_submission, record_label
-from loaders.sol_execbench.publish import keep_snapshots, publish_runs
+from loaders.sol_execbench.publish import Batch, BatchWriter
 from loaders.sol_execbench.report import ImportReport, KernelPlan, print_report
 from registry.digest import sha256_digest
 
 BATCH_SIZE = 2000
-
-
-@dataclass
-class _Batch:
-    """Responses and runs waiting to be written together."""
-
-    responses: list[Response] = field(default_factory=list)
-    runs: list[RunManifests] = field(default_factory=list)
 
 
 async def run_import(
@@ -65,18 +59,19 @@ async def run_import(
     had; everything smaller is reported in the returned `ImportReport`."""
     if db is None and not dry_run:
         raise ValueError("a database is needed unless dry_run")
+    show_progress = console is not None  # no console (e.g. `serve`'s bootstrap): quiet
     console = console or Console(stderr=True)
     source = source or open_source(snapshot_dir=snapshot_dir, base_url=base_url)
     report = ImportReport(source=source.describe(), dry_run=dry_run)
     started = time.perf_counter()
-    batch = _Batch()
+    writer = None
     try:
         found = await discover(source, kernel_ids=kernels, limit=limit)
         report.kernels_listed = len(found.listed)
         report.kernels_selected = len(found.selected)
         for subject, reason in found.problems:
             report.reject(subject, reason)
-        batch.responses.append(found.response)
+        batch = Batch(responses=[found.response])
 
         columns = (
             TextColumn("{task.description}"),
@@ -85,23 +80,45 @@ async def run_import(
             TextColumn("kernels · {task.fields[runs]} runs"),
             TimeElapsedColumn(),
         )
-        with Progress(*columns, console=console, transient=False) as progress:
+        async with AsyncExitStack() as stack:
+            if not dry_run:
+                writer = await stack.enter_async_context(BatchWriter(db))
+            progress = stack.enter_context(
+                Progress(*columns, console=console, transient=False, disable=not show_progress)
+            )
             task = progress.add_task("SOL-ExecBench", total=len(found.selected), runs=0)
             for summary in found.selected:
                 progress.update(task, description=f"kernel {summary.id}")
                 await _import_kernel(source, summary.id, report, batch)
                 if len(batch.runs) >= batch_size:
-                    await _flush(db, batch, report)
+                    await _hand_over(writer, batch, report)
+                    batch = Batch()
                 progress.update(task, advance=1, runs=report.parsed)
-            await _flush(db, batch, report)
+            await _hand_over(writer, batch, report)
             progress.update(task, description="SOL-ExecBench")
     finally:
         await source.aclose()
     report.seconds = time.perf_counter() - started
+    if writer is not None:
+        report.snapshots_saved = writer.tally.snapshots_saved
+        for status, count in writer.tally.outcomes.items():
+            setattr(report, status, count)
+        # Reading and writing overlap: these are busy times, not slices of the wall time.
+        report.phase_seconds["fetch, parse, normalize"] = report.seconds - writer.waited_seconds
+        report.phase_seconds["write snapshots"] = writer.tally.snapshot_seconds
+        report.phase_seconds["publish_many"] = writer.tally.publish_seconds
+    else:
+        report.phase_seconds["fetch, parse, normalize"] = report.seconds
     return report
 
 
-async def _import_kernel(source: Source, kernel_id: int, report: ImportReport, batch: _Batch) -> None:
+async def _hand_over(writer: BatchWriter | None, batch: Batch, report: ImportReport) -> None:
+    report.snapshots_seen += len({sha256_digest(r.body) for r in batch.responses})
+    if writer is not None:
+        await writer.put(batch)
+
+
+async def _import_kernel(source: Source, kernel_id: int, report: ImportReport, batch: Batch) -> None:
     subject = f"kernel {kernel_id}"
     try:
         response = await fetch_kernel(source, kernel_id)
@@ -127,6 +144,7 @@ async def _import_kernel(source: Source, kernel_id: int, report: ImportReport, b
     async for fetched in fetch_submission_pages(source, kernel_id):
         if fetched.response is not None:
             batch.responses.append(fetched.response)
+        await asyncio.sleep(0)  # let the batch writer send its next command
         if fetched.error is not None:
             report.reject(f"{subject} submissions offset {fetched.offset}", fetched.error)
             continue
@@ -157,16 +175,6 @@ async def _import_kernel(source: Source, kernel_id: int, report: ImportReport, b
             plan.runs += 1
             plan.groups[f"{submission.gpu_type} · {submission.evaluation_stack_version}"] += 1
             batch.runs.append(run)
-
-
-async def _flush(db: AsyncDatabase | None, batch: _Batch, report: ImportReport) -> None:
-    report.snapshots_seen += len({sha256_digest(r.body) for r in batch.responses})
-    if not report.dry_run:
-        report.snapshots_saved += await keep_snapshots(db, batch.responses)
-        for outcome in await publish_runs(db, batch.runs):
-            setattr(report, outcome.status, getattr(report, outcome.status) + 1)
-    batch.responses.clear()
-    batch.runs.clear()
 
 
 async def import_command(

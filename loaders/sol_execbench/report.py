@@ -44,6 +44,7 @@ class ImportReport:
     snapshots_saved: int = 0
     plan: list[KernelPlan] = field(default_factory=list)
     seconds: float = 0.0
+    phase_seconds: Counter = field(default_factory=Counter)  # "publish", "snapshots", the rest
 
     def reject(self, subject: str, reason: str) -> None:
         self.rejected.append(Problem(subject, reason))

@@ -1,0 +1,194 @@
+"""Benchmark: SOL-ExecBench import of a synthetic 235 kernels × 200 submissions (47,000 runs).
+
+    python bench/import.py [--kernels 235] [--submissions 200] [--keep DIR]
+
+Writes a synthetic snapshot directory (tests/loaders/synthetic.py: made-up kernels and users),
+starts SecantusDB (`secantusd-py`) on a temporary directory and a free port unless MONGODB_URI
+is set, then imports twice through `loaders.sol_execbench.cli.run_import`: a first import into an
+empty database and an unchanged re-import, whose write commands are counted with PyMongo command
+monitoring (there must be none). Prints runs per second against the targets (first import
+≥ 1,000 runs/s, re-import ≥ 5,000 runs/s) and where the time went.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import random
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from pymongo import monitoring
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gateway.embedded import EmbeddedServer  # noqa: E402
+from loaders.sol_execbench.cli import run_import  # noqa: E402
+from store.client import make_client  # noqa: E402
+from store.schema import ensure_schema  # noqa: E402
+from tests.loaders import synthetic  # noqa: E402
+
+TARGETS = {"first import": 1_000, "unchanged re-import": 5_000}
+WRITES = {
+    "insert", "update", "delete", "findAndModify", "bulkWrite", "create", "createIndexes",
+    "collMod", "drop", "dropIndexes", "commitTransaction",
+}
+
+
+class WriteCounter(monitoring.CommandListener):
+    def __init__(self):
+        self.count = 0
+        self.by_command: dict[str, int] = {}
+
+    def started(self, event):
+        if event.command_name in WRITES:
+            self.count += 1
+            self.by_command[event.command_name] = self.by_command.get(event.command_name, 0) + 1
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+def make_snapshot(root: Path, kernels: int, per_kernel: int, seed: int = 7) -> int:
+    """Synthetic pages for `kernels` kernels with `per_kernel` submissions each; every submission
+    has a latency, so every one becomes a run: mostly passed, some incorrect, disqualified or
+    failed, scores on a 4-decimal grid (so some tie)."""
+    rng = random.Random(seed)
+    by_kernel = {}
+    next_id = 1_000_000
+    for k in range(kernels):
+        kernel_id = 1000 + k
+        records = []
+        for _ in range(per_kernel):
+            roll = rng.random()
+            fields = {}
+            if roll < 0.04:
+                fields = {"is_disqualified": True}
+            elif roll < 0.08:
+                fields = {"is_correct": False}
+            elif roll < 0.10:
+                fields = {"status": "ERROR", "is_correct": None}
+            records.append(
+                synthetic.submission(
+                    kernel_id,
+                    next_id,
+                    sol_score=round(rng.uniform(0.05, 0.95), 4),
+                    latency_ms=round(rng.uniform(0.01, 2.0), 6),
+                    stack="v1.1",
+                    **fields,
+                )
+            )
+            next_id += 1
+        by_kernel[kernel_id] = records
+    synthetic.write_snapshot(root, by_kernel, cases=16)
+    return next_id - 1_000_000
+
+
+async def bench(snapshot: Path, uri: str, expected_runs: int) -> list[dict]:
+    counter = WriteCounter()
+    client = make_client(uri, event_listeners=[counter])
+    db = client[f"bench_{uuid.uuid4().hex[:8]}"]
+    await ensure_schema(db)
+    rows = []
+    try:
+        for phase in TARGETS:
+            counter.count, counter.by_command = 0, {}
+            report = await run_import(db, snapshot_dir=snapshot, console=Console(file=io.StringIO()))
+            assert report.parsed == expected_runs, (report.parsed, report.rejected[:3], report.skipped[:3])
+            rows.append(
+                {
+                    "phase": phase,
+                    "runs": report.parsed,
+                    "new": report.new,
+                    "unchanged": report.unchanged,
+                    "seconds": report.seconds,
+                    "runs/s": report.parsed / report.seconds,
+                    "target": TARGETS[phase],
+                    "writes": counter.count,
+                    "writes by command": dict(counter.by_command),
+                    "phases": dict(report.phase_seconds),
+                }
+            )
+        groups = await db.comparison_groups.count_documents({})
+        ranked = await db.runs.count_documents({"rank": {"$ne": None}})
+        rows.append({"groups": groups, "ranked": ranked})
+    finally:
+        await client.drop_database(db.name)
+        await client.close()
+    return rows
+
+
+def print_table(rows: list[dict], console: Console) -> None:
+    table = Table(title="SOL-ExecBench import benchmark")
+    for column in ("phase", "runs", "new", "unchanged", "seconds", "runs/s", "target", "ok", "write commands"):
+        table.add_column(column, justify="left" if column == "phase" else "right")
+    for row in rows:
+        if "phase" not in row:
+            continue
+        ok = row["runs/s"] >= row["target"] and (row["phase"] == "first import" or row["writes"] == 0)
+        table.add_row(
+            row["phase"],
+            f"{row['runs']:,}",
+            f"{row['new']:,}",
+            f"{row['unchanged']:,}",
+            f"{row['seconds']:.1f}",
+            f"{row['runs/s']:,.0f}",
+            f"≥ {row['target']:,}",
+            "yes" if ok else "NO",
+            f"{row['writes']:,}",
+        )
+    console.print(table)
+    phases = Table(title="Where the time went (seconds)")
+    phases.add_column("phase")
+    names = sorted({name for row in rows if "phases" in row for name in row["phases"]})
+    for name in names:
+        phases.add_column(name, justify="right")
+    for row in rows:
+        if "phases" in row:
+            phases.add_row(row["phase"], *(f"{row['phases'].get(name, 0):.1f}" for name in names))
+    console.print(phases)
+    for row in rows:
+        if "phase" in row and row["writes"]:
+            console.print(f"{row['phase']}: write commands by kind {row['writes by command']}")
+        if "groups" in row:
+            console.print(f"comparison groups: {row['groups']}, ranked runs: {row['ranked']:,}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernels", type=int, default=235)
+    parser.add_argument("--submissions", type=int, default=200)
+    parser.add_argument("--keep", type=Path, help="write the synthetic snapshot here and keep it")
+    args = parser.parse_args()
+    console = Console(width=140)
+
+    with tempfile.TemporaryDirectory(prefix="kernelindex-bench-") as temp:
+        snapshot = args.keep or Path(temp) / "synthetic-sol-execbench"
+        started = time.perf_counter()
+        runs = make_snapshot(snapshot, args.kernels, args.submissions)
+        console.print(f"synthetic snapshot: {args.kernels} kernels × {args.submissions} submissions = {runs:,} runs "
+                      f"in {snapshot} ({time.perf_counter() - started:.1f} s)")
+        if os.environ.get("MONGODB_URI"):
+            console.print("database: MONGODB_URI")
+            rows = asyncio.run(bench(snapshot, os.environ["MONGODB_URI"], runs))
+        else:
+            with EmbeddedServer(Path(temp) / "db") as server:
+                console.print(f"database: embedded SecantusDB at {server.uri} (data in a temp dir)")
+                rows = asyncio.run(bench(snapshot, server.uri, runs))
+    print_table(rows, console)
+    missed = [r for r in rows if "phase" in r and (r["runs/s"] < r["target"] or (r["phase"] != "first import" and r["writes"]))]
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
