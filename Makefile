@@ -15,6 +15,8 @@ setup: $(BIN)/python
 	$(BIN)/pip install -q -e .
 
 setup-dev: $(BIN)/python
+	@# Page tests drive Debian's Chromium headless (Playwright never downloads a browser here).
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 	$(BIN)/pip install -q $(TORCH_CPU)
 	$(BIN)/pip install -q -e '.[dev,kernels]'
 	cd federation && npm ci --no-audit --no-fund --silent

@@ -7,24 +7,28 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse
+from starlette.responses import PlainTextResponse, RedirectResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from gateway.auth import bearer_from_connection_params, bearer_from_headers, principal_for
+from gateway.pages import run_page
 from gateway.schema import build_schema
 from gateway.settings import Settings
 from resolvers.context import Context
 from resolvers.dataloaders import Loaders
-from resolvers.types.protocol import manifest_json
+from resolvers.subscription import MAX_SUBSCRIPTIONS_PER_CONNECTION, SubscriptionLimitHandler
 from store.client import make_client
+from store.event_stream import EventHub
 from store.schema import ensure_schema
 
 
 class KernelIndexGraphQL(GraphQL):
     """Strawberry's ASGI app with our per-request context."""
+
+    graphql_transport_ws_handler_class = SubscriptionLimitHandler  # a coded error past the limit
 
     def __init__(self, schema, app_state: Any, settings: Settings):
         super().__init__(
@@ -32,6 +36,7 @@ class KernelIndexGraphQL(GraphQL):
             graphql_ide="graphiql",
             # graphql-transport-ws only: the legacy protocol had an auth bypass.
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+            max_subscriptions_per_connection=MAX_SUBSCRIPTIONS_PER_CONNECTION,
         )
         self.app_state = app_state
         self.settings = settings
@@ -113,28 +118,29 @@ def create_app(mongodb_uri: str, settings: Settings | None = None, *, client_opt
         app.state.client = client
         app.state.db = client[settings.database]
         await ensure_schema(app.state.db)
+        # One change stream per process delivers every process's events to this one's subscribers.
+        app.state.event_hub = EventHub(app.state.db)
+        await app.state.event_hub.start()
         try:
             yield
         finally:
+            await app.state.event_hub.stop()
             await client.close()
-
-    async def run_manifest(request: Request) -> Any:
-        doc = await request.app.state.db.runs.find_one({"_id": request.path_params["digest"]})
-        if doc is None:
-            return JSONResponse({"error": "no run with this digest"}, status_code=404)
-        return JSONResponse(manifest_json(doc))
 
     async def healthz(request: Request) -> Any:
         await request.app.state.db.command("ping")
         return PlainTextResponse("ok")
 
     app = Starlette(lifespan=lifespan)
-    graphql = KernelIndexGraphQL(build_schema(settings), app.state, settings)
+    schema = build_schema(settings)
+    app.state.schema = schema
+    app.state.settings = settings
+    graphql = KernelIndexGraphQL(schema, app.state, settings)
     app.router.routes.extend(
         [
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
-            Route("/runs/{digest}", run_manifest),
+            Route("/runs/{digest}", run_page),
             Route("/healthz", healthz),
             Route("/", lambda request: RedirectResponse("/graphql")),
         ]

@@ -1,0 +1,89 @@
+"""The run dossier page in a real headless browser (Debian's Chromium driven by Playwright)."""
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+import uvicorn
+
+from gateway.app import create_app
+from gateway.bootstrap import bootstrap
+from gateway.embedded import free_port
+from gateway.settings import Settings
+from store.publish import publish_many
+from tests import factories
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)")]
+
+
+@pytest.fixture
+def site(db, mongo_uri):
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(mongo_uri, Settings(database=db.name)), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest_asyncio.fixture
+async def browser():
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        instance = await p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+        )
+        yield instance
+        await instance.close()
+
+
+async def _seed_digest(db, mongo_uri) -> str:
+    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
+    return (await db.runs.find_one({"externalId": "37369"}))["_id"]
+
+
+async def test_seed_run_page_shows_the_record(db, mongo_uri, site, browser, tmp_path):
+    digest = await _seed_digest(db, mongo_uri)
+    page = await browser.new_page()
+    await page.goto(f"{site}/runs/{digest}")
+    assert await page.inner_text("#title") == "Geometric · 051_attention_qkv_with_qk_norm_single_kernel_backward · B200"
+    assert (await page.inner_text("#primary")).startswith("333.6 µs")
+    assert "Rank 1 of 1 in its comparison group · source-native comparison · observed 2026-08-16" in await page.inner_text("#rank")
+    assert await page.inner_text("#summary") == "SOL 0.2851 · 0.46× reference · 2/16 cases faster"
+    assert await page.inner_text("#correctness") == "Marked passed by the source; the correctness policy was not published."
+    assert await page.inner_text("#gpu") == "NVIDIA B200 (sm_100)"
+    assert await page.inner_text("#evidence") == "Reported"
+    assert await page.inner_text("#attestations") == "No attestations yet."
+    assert not await page.is_visible("#manifest pre")
+    await page.click("#manifest summary")  # "Show manifest"
+    assert await page.is_visible("#manifest pre") and '"latencyNs"' in await page.inner_text("#manifest pre")
+    await page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+    assert (tmp_path / "run.png").stat().st_size > 10_000
+
+
+async def test_compare_with_number_one_navigates_to_the_leader(db, mongo_uri, site, browser):
+    outcomes = await publish_many(db, [factories.run_bundle("a", score=0.9, user="leader"), factories.run_bundle("b", score=0.2, user="second")])
+    page = await browser.new_page()
+    await page.goto(f"{site}/runs/{outcomes[1].run_digest}")
+    assert "Rank 2 of 2" in await page.inner_text("#rank")
+    await page.click("#compare")
+    await page.wait_for_url(f"{site}/runs/{outcomes[0].run_digest}")
+    assert await page.inner_text("#title") == "leader · synthetic-op · B200"
+    assert "Rank 1 of 2" in await page.inner_text("#rank")
+
+
+async def test_unknown_run_page_is_a_404(site, browser):
+    page = await browser.new_page()
+    response = await page.goto(f"{site}/runs/sha256:{'0' * 64}")
+    assert response.status == 404 and "No run with digest" in await page.inner_text("h1")
