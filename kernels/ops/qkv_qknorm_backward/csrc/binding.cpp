@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 #include <torch/extension.h>
 
+#include <cstdlib>
+
 #include "launch.h"
 
 namespace {
@@ -42,7 +44,8 @@ void run(const at::Tensor& grad_query, const at::Tensor& grad_key, const at::Ten
          const at::Tensor& q_normed, const at::Tensor& k_normed, const at::Tensor& grad_hidden,
          const at::Tensor& grad_q_weight, const at::Tensor& grad_k_weight,
          const at::Tensor& grad_v_weight, const at::Tensor& grad_q_norm_weight,
-         const at::Tensor& grad_k_norm_weight, int64_t mode) {
+         const at::Tensor& grad_k_norm_weight, int64_t mode,
+         at::Tensor* norm_timeline = nullptr, at::Tensor* gemm_timeline = nullptr) {
   TORCH_CHECK(hidden_states.is_cuda() && hidden_states.dim() == 3, "hidden_states: bad tensor");
   TORCH_CHECK(mode >= 0 && mode <= 3, "mode must be 0..3");
   c10::cuda::CUDAGuard guard(hidden_states.device());
@@ -74,6 +77,10 @@ void run(const at::Tensor& grad_query, const at::Tensor& grad_key, const at::Ten
   na.zero_n = 0;
   na.batch = batch;
   na.seq = seq;
+  if (norm_timeline) {
+    *norm_timeline = at::zeros({norm_blocks, 2}, opts.dtype(at::kLong));
+    na.timeline = reinterpret_cast<unsigned long long*>(norm_timeline->data_ptr());
+  }
 
   at::Tensor x = hidden_states.view({tokens, kHidden});
   at::Tensor dx = grad_hidden.view({tokens, kHidden});
@@ -123,7 +130,14 @@ void run(const at::Tensor& grad_query, const at::Tensor& grad_key, const at::Ten
   ga.norm_parts = norm_blocks;
   ga.dq_norm = ptr<float>(grad_q_norm_weight);
   ga.dk_norm = ptr<float>(grad_k_norm_weight);
-  check_cuda(kidx::launch_gemm(ga, plan, stream, /*pdl=*/true), "qkv_gemm");
+  if (gemm_timeline) {
+    *gemm_timeline = at::zeros({plan.grid, kidx::kTimelineSlots}, opts.dtype(at::kLong));
+    ga.timeline = reinterpret_cast<unsigned long long*>(gemm_timeline->data_ptr());
+  }
+  static const bool pdl = std::getenv("KERNELINDEX_NO_PDL") == nullptr;
+  static const int spin = std::getenv("KERNELINDEX_SPIN_WAIT") != nullptr ? 1 : 0;
+  ga.spin = spin;
+  check_cuda(kidx::launch_gemm(ga, plan, stream, pdl), "qkv_gemm");
 }
 
 std::vector<at::Tensor> forward(const at::Tensor& grad_query, const at::Tensor& grad_key,
@@ -158,6 +172,26 @@ void forward_out(const at::Tensor& grad_query, const at::Tensor& grad_key,
       grad_v_weight, grad_q_norm_weight, grad_k_norm_weight, mode);
 }
 
+// Debugging: one call with globaltimer timelines; returns (outputs..., norm [blocks,2], gemm [grid,48]).
+std::vector<at::Tensor> timeline(const at::Tensor& grad_query, const at::Tensor& grad_key,
+                                 const at::Tensor& grad_value, const at::Tensor& hidden_states,
+                                 const at::Tensor& q_weight, const at::Tensor& k_weight,
+                                 const at::Tensor& v_weight, const at::Tensor& q_norm_weight,
+                                 const at::Tensor& k_norm_weight, const at::Tensor& q_rstd,
+                                 const at::Tensor& k_rstd, const at::Tensor& q_normed,
+                                 const at::Tensor& k_normed, int64_t mode) {
+  auto opts = hidden_states.options();
+  at::Tensor dx = at::empty_like(hidden_states);
+  at::Tensor dw = at::empty({kGCols, kHidden}, opts);
+  at::Tensor dqn = at::empty({256}, opts.dtype(at::kFloat));
+  at::Tensor dkn = at::empty({256}, opts.dtype(at::kFloat));
+  at::Tensor ntl, gtl;
+  run(grad_query, grad_key, grad_value, hidden_states, q_weight, k_weight, v_weight, q_norm_weight,
+      k_norm_weight, q_rstd, k_rstd, q_normed, k_normed, dx, dw.narrow(0, 0, 1024),
+      dw.narrow(0, 1024, 256), dw.narrow(0, 1280, 256), dqn, dkn, mode, &ntl, &gtl);
+  return {dx, dw, dqn, dkn, ntl, gtl};
+}
+
 std::map<std::string, double> plan(int64_t tokens, int64_t num_sms, int64_t bm) {
   const kidx::GemmPlan p = kidx::make_gemm_plan(static_cast<int>(tokens), static_cast<int>(num_sms),
                                                 static_cast<int>(bm));
@@ -175,4 +209,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                              "grad_v_weight, grad_q_norm_weight, grad_k_norm_weight)");
   m.def("forward_out", &forward_out, "destination-passing variant");
   m.def("plan", &plan, "the GEMM plan for a token count (debugging)");
+  m.def("timeline", &timeline, "one call with globaltimer timelines (debugging)");
 }

@@ -43,6 +43,8 @@ struct Params {
   int norm_parts;
   float* dq_norm;
   float* dk_norm;
+  unsigned long long* timeline;
+  int spin;
   int tokens, mx, sx, kbw, sw, nwt, nxt, w_first;
 };
 
@@ -91,12 +93,16 @@ __device__ __forceinline__ void mma_kblock(float (&acc)[R][64], uint32_t a_base,
   }
 }
 
+__device__ __forceinline__ void kwait(int spin, uint64_t* bar, uint32_t parity) {
+  if (spin) mbar_wait_spin(bar, parity); else mbar_wait(bar, parity);
+}
+
 template <int R, int TA, int STAGES, int A_BYTES, int B_BYTES>
 __device__ __forceinline__ void mainloop(float (&acc)[R][64], const Item& it, uint8_t* smem_a, uint8_t* smem_b,
-    uint64_t* full, uint64_t* empty, int& stage, uint32_t& phase, int wg, int lane) {
+    uint64_t* full, uint64_t* empty, int& stage, uint32_t& phase, int wg, int lane, int spin) {
     int prev = -1;
     for (int kb = it.kb0; kb < it.kb1; ++kb) {
-      mbar_wait(&full[stage], phase);
+      kwait(spin, &full[stage], phase);
       wgmma_fence();
       const uint32_t a_base = smem_u32(smem_a + stage * A_BYTES) + wg * R * kBox;
       const uint32_t b_base = smem_u32(smem_b + stage * B_BYTES);
@@ -154,6 +160,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int n_items = p.nwt * p.sw + p.nxt * p.sx;
+  unsigned long long* tl = p.timeline ? p.timeline + blockIdx.x * kTimelineSlots : nullptr;
+  if (tl && threadIdx.x == 0) tl[0] = globaltimer();
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -174,6 +182,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   // Everything below reads what the norm kernel wrote (G, counters, partials).
   pdl_wait();
+  if (tl && threadIdx.x == 0) tl[1] = globaltimer();
 
   if (warp < 4) {
     // ------------------------------------------------------------ producer warpgroup
@@ -187,14 +196,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       while (true) {
         int item = atomicAdd(sched, 1);
         if (item >= n_items) item = -1;
-        mbar_wait(&item_empty[islot], iphase ^ 1);
+        kwait(p.spin, &item_empty[islot], iphase ^ 1);
         item_slot[islot] = item;
         mbar_arrive(&item_full[islot]);
         if (++islot == 2) { islot = 0; iphase ^= 1; }
-        if (item < 0) break;
+        if (item < 0) {
+          if (tl) tl[46] = globaltimer();
+          break;
+        }
         const Item it = decode_item(item, p);
         for (int kb = it.kb0; kb < it.kb1; ++kb) {
-          mbar_wait(&empty[stage], phase ^ 1);
+          kwait(p.spin, &empty[stage], phase ^ 1);
           mbar_expect_tx(&full[stage], STAGE_TX);
           uint8_t* a = smem_a + stage * A_BYTES;
           uint8_t* b = smem_b + stage * B_BYTES;
@@ -250,19 +262,27 @@ __global__ void __launch_bounds__(kThreads, 1)
   int islot = 0;
   uint32_t iphase = 0;
   float acc[R][64];
+  const bool rec = tl != nullptr && threadIdx.x == 128;
+  int nrec = 0;
 
   while (true) {
-    mbar_wait(&item_full[islot], iphase);
+    kwait(p.spin, &item_full[islot], iphase);
     const int item = item_slot[islot];
+    if (rec && nrec < 8) { tl[2 + 5 * nrec] = globaltimer(); tl[2 + 5 * nrec + 4] = item; }
     __syncwarp();
     if (lane == 0) mbar_arrive(&item_empty[islot]);
     if (++islot == 2) { islot = 0; iphase ^= 1; }
     if (item < 0) break;
     const Item it = decode_item(item, p);
+    if (rec && nrec < 8) {
+      kwait(p.spin, &full[stage], phase);
+      tl[2 + 5 * nrec + 1] = globaltimer();
+    }
 
-    if (it.is_w) mainloop<R, 1, STAGES, A_BYTES, B_BYTES>(acc, it, smem_a, smem_b, full, empty, stage, phase, wg, lane);
-    else mainloop<R, 0, STAGES, A_BYTES, B_BYTES>(acc, it, smem_a, smem_b, full, empty, stage, phase, wg, lane);
+    if (it.is_w) mainloop<R, 1, STAGES, A_BYTES, B_BYTES>(acc, it, smem_a, smem_b, full, empty, stage, phase, wg, lane, p.spin);
+    else mainloop<R, 0, STAGES, A_BYTES, B_BYTES>(acc, it, smem_a, smem_b, full, empty, stage, phase, wg, lane, p.spin);
 
+    if (rec && nrec < 8) tl[2 + 5 * nrec + 2] = globaltimer();
     // ------------------------------------------------------------ epilogue
     Epilogue ep;
     ep.col0 = it.nt * kBN;
@@ -284,6 +304,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int j = 0; j < 16; ++j)
           ep.put(wrow + r * 64, j, lane,
                  make_float4(acc[r][4 * j], acc[r][4 * j + 1], acc[r][4 * j + 2], acc[r][4 * j + 3]));
+      if (rec && nrec < 8) tl[2 + 5 * nrec + 3] = globaltimer();
+      ++nrec;
       continue;
     }
 
@@ -308,7 +330,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     named_barrier_sync(1, 256);
     const bool last = *last_flag != 0;
     named_barrier_sync(1, 256);  // last_flag is reused by the next item
-    if (!last) continue;
+    if (!last) {
+      if (rec && nrec < 8) tl[2 + 5 * nrec + 3] = globaltimer();
+      ++nrec;
+      continue;
+    }
     __threadfence();
     const float4* slots = reinterpret_cast<const float4*>(ws) +
                           static_cast<int64_t>(it.tile) * it.nsplit * TILE_F4;
@@ -328,7 +354,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         ep.put(wrow + r * 64, j, lane, t);
       }
+    if (rec && nrec < 8) tl[2 + 5 * nrec + 3] = globaltimer();
+    ++nrec;
   }
+  if (rec) { tl[45] = globaltimer(); tl[47] = nrec; }
 }
 
 // ---------------------------------------------------------------- host side
@@ -481,6 +510,8 @@ cudaError_t launch_gemm(const GemmArgs& a, const GemmPlan& plan, cudaStream_t st
   p.norm_parts = a.norm_parts;
   p.dq_norm = a.dq_norm;
   p.dk_norm = a.dk_norm;
+  p.timeline = a.timeline;
+  p.spin = a.spin;
   p.tokens = plan.tokens;
   p.mx = plan.mx;
   p.sx = plan.sx;

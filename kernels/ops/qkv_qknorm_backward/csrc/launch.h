@@ -22,6 +22,7 @@ struct NormArgs {
   int* zero_ptr;        // zeroed by block 0 (counters of the GEMM kernel); may be null
   int zero_n;
   int batch, seq;
+  unsigned long long* timeline = nullptr;  // debug: [blocks][2] start/end globaltimer, or null
 };
 
 // Number of blocks (= rows of `partials`) the norm kernel uses for T tokens.
@@ -67,7 +68,10 @@ struct GemmArgs {
   int norm_parts;
   float* dq_norm;               // [256]
   float* dk_norm;               // [256]
+  unsigned long long* timeline = nullptr;  // debug: [grid][kTimelineSlots], or null
+  int spin = 0;                            // debug: spin on mbarriers with test_wait
 };
+constexpr int kTimelineSlots = 48;
 cudaError_t launch_gemm(const GemmArgs& a, const GemmPlan& plan, cudaStream_t stream, bool pdl);
 
 }  // namespace kidx

@@ -102,6 +102,7 @@ __global__ void __launch_bounds__(kThreads, 4) norm_backward_kernel(NormArgs a) 
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int tokens = a.batch * a.seq;
+  if (a.timeline != nullptr && threadIdx.x == 0) a.timeline[2 * blockIdx.x] = globaltimer();
 
   if (blockIdx.x == 0 && a.zero_ptr != nullptr) {
     for (int i = threadIdx.x; i < a.zero_n; i += kThreads) a.zero_ptr[i] = 0;
@@ -141,6 +142,7 @@ __global__ void __launch_bounds__(kThreads, 4) norm_backward_kernel(NormArgs a) 
     for (int w = 0; w < kWarps; ++w) s += red[w][d];
     a.partials[static_cast<int64_t>(blockIdx.x) * 2 * kD + d] = s;
   }
+  if (a.timeline != nullptr && threadIdx.x == 0) a.timeline[2 * blockIdx.x + 1] = globaltimer();
   pdl_launch_dependents();
 }
 
