@@ -55,8 +55,10 @@ async def run_import(
     batch_size: int = BATCH_SIZE,
 ) -> ImportReport:
     """Import SOL-ExecBench from the live API (`base_url`, default the public one) or from a
-    snapshot directory. Raises `FetchError` / `ParseError` when the kernel list itself cannot be
-    had; everything smaller is reported in the returned `ImportReport`."""
+    snapshot directory. `kernels`: only these ids; `limit`: at most this many submissions per
+    kernel (in the source's order; later pages are not fetched). Raises `FetchError` /
+    `ParseError` when the kernel list itself cannot be had; everything smaller is reported in
+    the returned `ImportReport`."""
     if db is None and not dry_run:
         raise ValueError("a database is needed unless dry_run")
     show_progress = console is not None  # no console (e.g. `serve`'s bootstrap): quiet
@@ -66,7 +68,7 @@ async def run_import(
     started = time.perf_counter()
     writer = None
     try:
-        found = await discover(source, kernel_ids=kernels, limit=limit)
+        found = await discover(source, kernel_ids=kernels)
         report.kernels_listed = len(found.listed)
         report.kernels_selected = len(found.selected)
         for subject, reason in found.problems:
@@ -89,7 +91,7 @@ async def run_import(
             task = progress.add_task("SOL-ExecBench", total=len(found.selected), runs=0)
             for summary in found.selected:
                 progress.update(task, description=f"kernel {summary.id}")
-                await _import_kernel(source, summary.id, report, batch)
+                await _import_kernel(source, summary.id, report, batch, limit)
                 if len(batch.runs) >= batch_size:
                     await _hand_over(writer, batch, report)
                     batch = Batch()
@@ -118,7 +120,10 @@ async def _hand_over(writer: BatchWriter | None, batch: Batch, report: ImportRep
         await writer.put(batch)
 
 
-async def _import_kernel(source: Source, kernel_id: int, report: ImportReport, batch: Batch) -> None:
+async def _import_kernel(
+    source: Source, kernel_id: int, report: ImportReport, batch: Batch, limit: int | None = None
+) -> None:
+    """One kernel: its detail, then its submissions, at most `limit` of them (pages stop there)."""
     subject = f"kernel {kernel_id}"
     try:
         response = await fetch_kernel(source, kernel_id)
@@ -142,6 +147,8 @@ async def _import_kernel(source: Source, kernel_id: int, report: ImportReport, b
 
     seen: set[int] = set()
     async for fetched in fetch_submission_pages(source, kernel_id):
+        if limit is not None and plan.discovered >= limit:
+            break
         if fetched.response is not None:
             batch.responses.append(fetched.response)
         await asyncio.sleep(0)  # let the batch writer send its next command
@@ -150,6 +157,8 @@ async def _import_kernel(source: Source, kernel_id: int, report: ImportReport, b
             continue
         snapshot_digest = sha256_digest(fetched.response.body)
         for record in fetched.page.records:
+            if limit is not None and plan.discovered >= limit:
+                break
             label = record_label(record)
             try:
                 submission = parse_submission(record)
@@ -175,6 +184,8 @@ async def _import_kernel(source: Source, kernel_id: int, report: ImportReport, b
             plan.runs += 1
             plan.groups[f"{submission.gpu_type} · {submission.evaluation_stack_version}"] += 1
             batch.runs.append(run)
+        if limit is not None and plan.discovered >= limit:
+            break  # do not fetch pages we will not use
 
 
 async def import_command(

@@ -1,8 +1,8 @@
-"""Discover which kernels to import: GET /kernels, then the --kernel and --limit filters.
+"""Discover which kernels to import: GET /kernels, then the --kernel filter.
 
 `--kernel ID` (repeatable) keeps only those ids, in the order given; an id the source does not
-list is reported, not fetched. `--limit N` keeps the first N kernels after that filter (the
-source's order). Failing to list kernels at all is fatal: `FetchError` / `ParseError` propagate.
+list is reported, not fetched. Without it every listed kernel is imported, in the source's
+order. Failing to list kernels at all is fatal: `FetchError` / `ParseError` propagate.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class Discovery:
     problems: list[tuple[str, str]] = field(default_factory=list)  # (subject, reason)
 
 
-async def discover(source: Source, *, kernel_ids: list[int] | None = None, limit: int | None = None) -> Discovery:
+async def discover(source: Source, *, kernel_ids: list[int] | None = None) -> Discovery:
     response = await fetch_kernel_list(source)
     listed, problems = parse_kernel_list(response.body)
     by_id = {kernel.id: kernel for kernel in listed}
@@ -34,6 +34,4 @@ async def discover(source: Source, *, kernel_ids: list[int] | None = None, limit
                 problems.append((f"kernel {kernel_id}", "not listed by the source (GET /kernels)"))
     else:
         selected = list(by_id.values())
-    if limit is not None:
-        selected = selected[: max(0, limit)]
     return Discovery(response, listed, selected, problems)

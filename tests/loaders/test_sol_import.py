@@ -202,8 +202,9 @@ async def test_kernel_filter_and_limit(db, snapshot):
     report = await run_import(db, snapshot_dir=snapshot, kernels=[903, 999], console=quiet())
     assert report.kernels_selected == 1 and report.parsed == 3
     assert [(p.subject, p.reason) for p in report.rejected] == [("kernel 999", "not listed by the source (GET /kernels)")]
-    report = await run_import(db, snapshot_dir=snapshot, limit=2, console=quiet())
-    assert [k.kernel_id for k in report.plan] == [KERNEL, 902]
+    report = await run_import(db, snapshot_dir=snapshot, kernels=[KERNEL, 902], limit=25, dry_run=True, console=quiet())
+    assert [(k.kernel_id, k.discovered) for k in report.plan] == [(KERNEL, 25), (902, 5)]
+    assert report.snapshots_seen == 1 + 2 + 2 + 1  # pages at offsets 40 and 60 never fetched
 
 
 async def test_bad_records_pages_and_kernels_are_rejected_the_rest_imported(db, snapshot):
