@@ -10,8 +10,8 @@ from __future__ import annotations
 import statistics
 import sys
 
-CONFIGS = [("wgmma128", 1, 131), ("wgmma128", 4, 373), ("wgmma128", 1, 4096), ("wgmma128", 1, 8192),
-           ("wgmma256", 4, 373), ("auto", 1, 8192)]
+CONFIGS = [("auto", 1, 131), ("auto", 1, 1024), ("auto", 4, 373), ("auto", 1, 4096), ("auto", 1, 8192),
+           ("wgmma128", 1, 8192)]
 MODES = {"cublas": 0, "auto": 1, "wgmma128": 2, "wgmma256": 3}
 
 

@@ -117,40 +117,42 @@ __device__ __forceinline__ void mainloop(float (&acc)[R][64], const Item& it, ui
     if (lane == 0) mbar_arrive(&empty[prev]);
 }
 
-__device__ __forceinline__ void store_pair(__nv_bfloat16* out, int row, int col, float a, float b) {
-  *reinterpret_cast<__nv_bfloat162*>(out + static_cast<int64_t>(row) * kN + col) =
-      __floats2bfloat162_rn(a, b);
-}
-
-// Writes one thread's fragment values v[0..3] (two rows x two cols) of 8-column group j.
-struct Epilogue {
-  __nv_bfloat16* base;  // row 0 of the tile's output rows
-  int row_limit;        // rows >= this are not stored (dX tail)
-  int col0;
-  __device__ __forceinline__ void put(int row, int j, int lane, float4 v) const {
-    const int col = col0 + j * 8 + (lane & 3) * 2;
-    if (row < row_limit) store_pair(base, row, col, v.x, v.y);
-    if (row + 8 < row_limit) store_pair(base, row + 8, col, v.z, v.w);
+// Writes a thread's fragment values of 8-column group j (rows `row` and `row + 8` of the tile)
+// into the staging tile: 64x64 boxes of [64 rows][128 bytes], 128-byte swizzled as TMA expects.
+__device__ __forceinline__ void stage_put(uint8_t* smem_c, int row, int j, int lane, float4 v) {
+  const int cb = j >> 3;
+  const int chunk = j & 7;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int rr = row + 8 * h;
+    const int rin = rr & 63;
+    uint8_t* box = smem_c + ((rr >> 6) * 2 + cb) * kBox;
+    const uint32_t off = rin * 128 + ((chunk ^ (rin & 7)) << 4) + (lane & 3) * 4;
+    *reinterpret_cast<__nv_bfloat162*>(box + off) =
+        h ? __floats2bfloat162_rn(v.z, v.w) : __floats2bfloat162_rn(v.x, v.y);
   }
-};
+}
 
 template <int WM>
 __global__ void __launch_bounds__(kThreads, 1)
     qkv_gemm_kernel(const __grid_constant__ CUtensorMap tm_g, const __grid_constant__ CUtensorMap tm_x,
                     const __grid_constant__ CUtensorMap tm_wq, const __grid_constant__ CUtensorMap tm_wk,
-                    const __grid_constant__ CUtensorMap tm_wv, const Params p) {
+                    const __grid_constant__ CUtensorMap tm_wv, const __grid_constant__ CUtensorMap tm_dx,
+                    const __grid_constant__ CUtensorMap tm_dwq, const __grid_constant__ CUtensorMap tm_dwk,
+                    const __grid_constant__ CUtensorMap tm_dwv, const Params p) {
   constexpr int R = WM / 64;            // m64 blocks per consumer warpgroup
   constexpr int BM = 2 * WM;            // CTA tile rows
   constexpr int A_BYTES = BM * kBK * 2;
   constexpr int B_BYTES = kBK * kBN * 2;
-  constexpr int STAGES = (WM == 64) ? 6 : 4;
+  constexpr int STAGES = (WM == 64) ? 5 : 3;
   constexpr uint32_t STAGE_TX = A_BYTES + B_BYTES;
 
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* smem_a = smem;
   uint8_t* smem_b = smem + STAGES * A_BYTES;
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem_b + STAGES * B_BYTES);
+  uint8_t* smem_c = smem_b + STAGES * B_BYTES;  // bf16 output staging tile, BM x 128
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem_c + BM * kBN * 2);
   uint64_t* empty = full + STAGES;
   uint64_t* item_full = empty + STAGES;
   uint64_t* item_empty = item_full + 2;
@@ -178,11 +180,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     tma_prefetch_desc(&tm_wq);
     tma_prefetch_desc(&tm_wk);
     tma_prefetch_desc(&tm_wv);
+    tma_prefetch_desc(&tm_dx);
+    tma_prefetch_desc(&tm_dwq);
+    tma_prefetch_desc(&tm_dwk);
+    tma_prefetch_desc(&tm_dwv);
   }
   __syncthreads();
-  // Everything below reads what the norm kernel wrote (G, counters, partials).
-  pdl_wait();
-  if (tl && threadIdx.x == 0) tl[1] = globaltimer();
+  // griddepcontrol.wait (pdl_wait) comes before anything that reads what the norm kernel writes
+  // (G, counters, partials); the producer fetches its first W/X tiles before it.
 
   if (warp < 4) {
     // ------------------------------------------------------------ producer warpgroup
@@ -193,9 +198,44 @@ __global__ void __launch_bounds__(kThreads, 1)
       int islot = 0;
       uint32_t iphase = 0;
       int* sched = p.counters + p.nwt + p.nxt;
+      auto load_a = [&](const Item& it, int kb, int st) {
+        uint8_t* a = smem_a + st * A_BYTES;
+        if (it.is_w) {
+          // A = Gᵀ tile: G columns [mt*BM, +BM) (MN), G rows [kb*64, +64) (K)
+#pragma unroll
+          for (int c = 0; c < BM / 64; ++c)
+            tma_load_2d(a + c * kBox, &tm_g, &full[st], it.mt * BM + c * 64, kb * kBK);
+        } else {
+          // A = G rows [mt*BM, +BM) (M), columns [kb*64, +64) (K)
+#pragma unroll
+          for (int c = 0; c < BM / 64; ++c)
+            tma_load_2d(a + c * kBox, &tm_g, &full[st], kb * kBK, it.mt * BM + c * 64);
+        }
+      };
+      auto load_b = [&](const Item& it, int kb, int st) {
+        uint8_t* b = smem_b + st * B_BYTES;
+        if (it.is_w) {
+          // B = X rows [kb*64, +64) (K), columns [nt*128, +128) (N)
+#pragma unroll
+          for (int c = 0; c < 2; ++c)
+            tma_load_2d(b + c * kBox, &tm_x, &full[st], it.nt * kBN + c * 64, kb * kBK);
+        } else {
+          // B = W rows [kb*64, +64) (K) of the right weight, columns [nt*128, +128) (N)
+          const CUtensorMap* wmap = kb < 16 ? &tm_wq : (kb < 20 ? &tm_wk : &tm_wv);
+          const int wrow = (kb < 16 ? kb : (kb < 20 ? kb - 16 : kb - 20)) * kBK;
+#pragma unroll
+          for (int c = 0; c < 2; ++c)
+            tma_load_2d(b + c * kBox, wmap, &full[st], it.nt * kBN + c * 64, wrow);
+        }
+      };
+      // The first item is static (no atomic); later ones come from the counter, largest first.
+      int item = static_cast<int>(blockIdx.x) < n_items ? static_cast<int>(blockIdx.x) : -1;
+      bool first = true;
       while (true) {
-        int item = atomicAdd(sched, 1);
-        if (item >= n_items) item = -1;
+        if (!first) {
+          item = static_cast<int>(gridDim.x) + atomicAdd(sched, 1);
+          if (item >= n_items) item = -1;
+        }
         kwait(p.spin, &item_empty[islot], iphase ^ 1);
         item_slot[islot] = item;
         mbar_arrive(&item_full[islot]);
@@ -205,36 +245,32 @@ __global__ void __launch_bounds__(kThreads, 1)
           break;
         }
         const Item it = decode_item(item, p);
-        for (int kb = it.kb0; kb < it.kb1; ++kb) {
+        int kb = it.kb0;
+        if (first) {
+          // W and X are inputs the norm kernel does not touch: fetch the first stages' B tiles
+          // while it finishes, then wait for it and fetch the G tiles.
+          const int npre = min(STAGES, it.kb1 - it.kb0);
+          for (int i = 0; i < npre; ++i) {
+            mbar_expect_tx(&full[i], STAGE_TX);
+            load_b(it, it.kb0 + i, i);
+          }
+          pdl_wait();
+          for (int i = 0; i < npre; ++i) load_a(it, it.kb0 + i, i);
+          kb += npre;
+          stage = npre % STAGES;
+          phase = npre == STAGES ? 1 : 0;
+          first = false;
+        }
+        for (; kb < it.kb1; ++kb) {
           kwait(p.spin, &empty[stage], phase ^ 1);
           mbar_expect_tx(&full[stage], STAGE_TX);
-          uint8_t* a = smem_a + stage * A_BYTES;
-          uint8_t* b = smem_b + stage * B_BYTES;
-          if (it.is_w) {
-            // A = Gᵀ tile: G columns [mt*BM, +BM) (MN), G rows [kb*64, +64) (K)
-#pragma unroll
-            for (int c = 0; c < BM / 64; ++c)
-              tma_load_2d(a + c * kBox, &tm_g, &full[stage], it.mt * BM + c * 64, kb * kBK);
-            // B = X rows [kb*64, +64) (K), columns [nt*128, +128) (N)
-#pragma unroll
-            for (int c = 0; c < 2; ++c)
-              tma_load_2d(b + c * kBox, &tm_x, &full[stage], it.nt * kBN + c * 64, kb * kBK);
-          } else {
-            // A = G rows [mt*BM, +BM) (M), columns [kb*64, +64) (K)
-#pragma unroll
-            for (int c = 0; c < BM / 64; ++c)
-              tma_load_2d(a + c * kBox, &tm_g, &full[stage], kb * kBK, it.mt * BM + c * 64);
-            // B = W rows [kb*64, +64) (K) of the right weight, columns [nt*128, +128) (N)
-            const CUtensorMap* wmap = kb < 16 ? &tm_wq : (kb < 20 ? &tm_wk : &tm_wv);
-            const int wrow = (kb < 16 ? kb : (kb < 20 ? kb - 16 : kb - 20)) * kBK;
-#pragma unroll
-            for (int c = 0; c < 2; ++c)
-              tma_load_2d(b + c * kBox, wmap, &full[stage], it.nt * kBN + c * 64, wrow);
-          }
+          load_a(it, kb, stage);
+          load_b(it, kb, stage);
           if (++stage == STAGES) { stage = 0; phase ^= 1; }
         }
       }
     } else if (warp == 1) {
+      pdl_wait();
       // grad_{q,k}_norm_weight = Σ over the norm kernel's block partials (fixed order).
       const int per = (2 * 256 + gridDim.x - 1) / gridDim.x;
       const int d0 = blockIdx.x * per;
@@ -254,6 +290,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // -------------------------------------------------------------- consumer warpgroups
   setmaxnreg_inc<232>();
+  pdl_wait();
+  if (tl && threadIdx.x == 128) tl[1] = globaltimer();
   const int wg = (threadIdx.x >> 7) - 1;  // 0 or 1
   const int ctid = threadIdx.x - 128;     // 0..255
   const int wrow = wg * WM + (warp & 3) * 16 + (lane >> 2);  // tile row of this thread's fragment
@@ -284,79 +322,98 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     if (rec && nrec < 8) tl[2 + 5 * nrec + 2] = globaltimer();
     // ------------------------------------------------------------ epilogue
-    Epilogue ep;
-    ep.col0 = it.nt * kBN;
-    if (it.is_w) {
-      const int m0 = it.mt * BM;
-      ep.base = m0 < 1024 ? p.dwq + static_cast<int64_t>(m0) * kN
-                          : (m0 < 1280 ? p.dwk + static_cast<int64_t>(m0 - 1024) * kN
-                                       : p.dwv + static_cast<int64_t>(m0 - 1280) * kN);
-      ep.row_limit = BM;
-    } else {
-      ep.base = p.dx + static_cast<int64_t>(it.mt) * BM * kN;
-      ep.row_limit = min(BM, p.tokens - it.mt * BM);
-    }
-
-    if (it.nsplit == 1) {
+    constexpr int TILE_F4 = BM * kBN / 4;  // float4s per fp32 partial
+    float* ws = it.is_w ? p.ws_w : p.ws_x;
+    bool store_tile = true;
+    if (it.nsplit > 1) {
+      // Split tile: publish this piece's partial (fragment order, coalesced); the last piece to
+      // arrive sums all partials in split order (deterministic) and stores the tile.
+      float4* mine = reinterpret_cast<float4*>(ws) +
+                     (static_cast<int64_t>(it.tile) * it.nsplit + it.split) * TILE_F4;
 #pragma unroll
       for (int r = 0; r < R; ++r)
 #pragma unroll
         for (int j = 0; j < 16; ++j)
-          ep.put(wrow + r * 64, j, lane,
-                 make_float4(acc[r][4 * j], acc[r][4 * j + 1], acc[r][4 * j + 2], acc[r][4 * j + 3]));
-      if (rec && nrec < 8) tl[2 + 5 * nrec + 3] = globaltimer();
-      ++nrec;
-      continue;
-    }
-
-    // Split tile: publish this piece's partial; the last piece sums all partials in split order.
-    constexpr int TILE_F4 = BM * kBN / 4;  // float4s per partial
-    float* ws = it.is_w ? p.ws_w : p.ws_x;
-    float4* mine = reinterpret_cast<float4*>(ws) +
-                   (static_cast<int64_t>(it.tile) * it.nsplit + it.split) * TILE_F4;
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int j = 0; j < 16; ++j)
-        mine[(r * 16 + j) * 256 + ctid] =
-            make_float4(acc[r][4 * j], acc[r][4 * j + 1], acc[r][4 * j + 2], acc[r][4 * j + 3]);
-    __threadfence();
-    named_barrier_sync(1, 256);
-    if (ctid == 0) {
-      int* counter = p.counters + (it.is_w ? it.tile : p.nwt + it.tile);
-      const int old = atomicAdd(counter, 1);
-      *last_flag = (old == it.nsplit - 1) ? 1 : 0;
-    }
-    named_barrier_sync(1, 256);
-    const bool last = *last_flag != 0;
-    named_barrier_sync(1, 256);  // last_flag is reused by the next item
-    if (!last) {
-      if (rec && nrec < 8) tl[2 + 5 * nrec + 3] = globaltimer();
-      ++nrec;
-      continue;
-    }
-    __threadfence();
-    const float4* slots = reinterpret_cast<const float4*>(ws) +
-                          static_cast<int64_t>(it.tile) * it.nsplit * TILE_F4;
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        float4 t = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int s = 0; s < it.nsplit; ++s) {
-          float4 v;
-          if (s == it.split) {
-            v = make_float4(acc[r][4 * j], acc[r][4 * j + 1], acc[r][4 * j + 2], acc[r][4 * j + 3]);
-          } else {
-            v = __ldcg(slots + static_cast<int64_t>(s) * TILE_F4 + (r * 16 + j) * 256 + ctid);
-          }
-          t.x += v.x; t.y += v.y; t.z += v.z; t.w += v.w;
-        }
-        ep.put(wrow + r * 64, j, lane, t);
+          mine[(r * 16 + j) * 256 + ctid] =
+              make_float4(acc[r][4 * j], acc[r][4 * j + 1], acc[r][4 * j + 2], acc[r][4 * j + 3]);
+      __threadfence();
+      named_barrier_sync(1, 256);
+      if (ctid == 0) {
+        int* counter = p.counters + (it.is_w ? it.tile : p.nwt + it.tile);
+        const int old = atomicAdd(counter, 1);
+        *last_flag = (old == it.nsplit - 1) ? 1 : 0;
       }
+      named_barrier_sync(1, 256);
+      store_tile = *last_flag != 0;
+      named_barrier_sync(1, 256);  // last_flag is reused by the next item
+    }
+    if (store_tile) {
+      if (ctid == 0) bulk_wait_read0();  // the previous tile's store has read the staging buffer
+      named_barrier_sync(1, 256);
+      if (it.nsplit == 1) {
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int j = 0; j < 16; ++j)
+            stage_put(smem_c, wrow + r * 64, j, lane,
+                      make_float4(acc[r][4 * j], acc[r][4 * j + 1], acc[r][4 * j + 2], acc[r][4 * j + 3]));
+      } else {
+        __threadfence();
+        const float4* slots = reinterpret_cast<const float4*>(ws) +
+                              static_cast<int64_t>(it.tile) * it.nsplit * TILE_F4 + ctid;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          float4 t[16];
+#pragma unroll
+          for (int j = 0; j < 16; ++j) t[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+          // Every piece (this one too) is read back from its partial, in split order, so the
+          // sum does not depend on which piece finished last; acc is dead here (registers).
+          for (int s = 0; s < it.nsplit; ++s) {
+            const float4* src = slots + static_cast<int64_t>(s) * TILE_F4 + r * 16 * 256;
+            constexpr int VB = R == 1 ? 8 : 4;  // loads in flight per batch (register budget)
+#pragma unroll
+            for (int jb = 0; jb < 16; jb += VB) {
+              float4 v[VB];
+#pragma unroll
+              for (int q = 0; q < VB; ++q) v[q] = __ldcg(src + (jb + q) * 256);
+#pragma unroll
+              for (int q = 0; q < VB; ++q) {
+                t[jb + q].x += v[q].x; t[jb + q].y += v[q].y;
+                t[jb + q].z += v[q].z; t[jb + q].w += v[q].w;
+              }
+            }
+          }
+#pragma unroll
+          for (int j = 0; j < 16; ++j) stage_put(smem_c, wrow + r * 64, j, lane, t[j]);
+        }
+      }
+      fence_proxy_async_shared();
+      named_barrier_sync(1, 256);
+      if (ctid == 0) {
+        const CUtensorMap* map;
+        int row0;
+        if (it.is_w) {
+          const int m0 = it.mt * BM;
+          map = m0 < 1024 ? &tm_dwq : (m0 < 1280 ? &tm_dwk : &tm_dwv);
+          row0 = m0 < 1024 ? m0 : (m0 < 1280 ? m0 - 1024 : m0 - 1280);
+        } else {
+          map = &tm_dx;
+          row0 = it.mt * BM;
+        }
+#pragma unroll
+        for (int rb = 0; rb < BM / 64; ++rb) {
+          if (!it.is_w && row0 + rb * 64 >= p.tokens) break;  // rows past T: nothing to store
+#pragma unroll
+          for (int cb = 0; cb < 2; ++cb)
+            tma_store_2d(map, smem_c + (rb * 2 + cb) * kBox, it.nt * kBN + cb * 64, row0 + rb * 64);
+        }
+        bulk_commit();
+      }
+    }
     if (rec && nrec < 8) tl[2 + 5 * nrec + 3] = globaltimer();
     ++nrec;
   }
+  if (ctid == 0) bulk_wait_all0();  // the last tile's store has completed
   if (rec) { tl[45] = globaltimer(); tl[47] = nrec; }
 }
 
@@ -391,8 +448,8 @@ bool make_map(CUtensorMap* map, const void* ptr, int64_t rows, int64_t cols) {
 }
 
 int smem_bytes(int bm) {
-  const int stages = bm == 128 ? 6 : 4;
-  return stages * (bm * kBK * 2 + kBK * kBN * 2) + 1024 + 256;
+  const int stages = bm == 128 ? 5 : 3;
+  return stages * (bm * kBK * 2 + kBK * kBN * 2) + bm * kBN * 2 + 1024 + 256;
 }
 
 // Greedy longest-first assignment (what the dynamic scheduler approximates); returns makespan.
@@ -412,13 +469,14 @@ double simulate(int n1, double c1, int n2, double c2, int grid) {
 }
 
 GemmPlan plan_for_bm(int tokens, int num_sms, int bm) {
-  // Cost unit: microseconds, from one 64-deep k-block of a BM x 128 tile at ~650 TFLOP/s per
-  // chip, plus per-item overheads (pipeline fill, epilogue) and split overheads (partials).
-  const double kb_us = 2.0 * bm * kBN * kBK / (650e12 / num_sms) * 1e6;
-  const double item_us = 0.8;
-  // A split piece writes its fp32 partial and (the last one) reads the others back: ~2 tile
-  // transfers at ~120 GB/s from one SM.
-  const double split_us = 2.0 * bm * kBN * 4 / 120e9 * 1e6;
+  // Cost model in microseconds, calibrated on an H200 (2026-11, debug timelines): one 64-deep
+  // k-block of a 128x128 tile 0.42 us, of a 256x128 tile 0.64 us; per item ~0.8 us (item hand-off,
+  // first data, staging + TMA store); a split piece writes its fp32 partial (~100 GB/s from one
+  // SM) and the last one reads all partials back (~150 GB/s).
+  const double kb_us = bm == 128 ? 0.42 : 0.64;
+  const double item_us = bm == 128 ? 0.8 : 1.0;
+  const double tile_bytes = static_cast<double>(bm) * kBN * 4;
+  auto split_us = [&](int n) { return n > 1 ? tile_bytes / 100e9 * 1e6 + n * tile_bytes / 150e9 * 1e6 / 2 : 0.0; };
   GemmPlan best{};
   best.predicted_us = 1e30;
   const int mx = (tokens + bm - 1) / bm;
@@ -428,8 +486,8 @@ GemmPlan plan_for_bm(int tokens, int num_sms, int bm) {
   const int sx_options[] = {1, 2, 3, 4, 6, 8, 12};
   for (int sx : sx_options) {
     for (int sw = 1; sw <= std::min(kbw, 16); ++sw) {
-      const double cx = item_us + kb_us * ((kKBX + sx - 1) / sx) + (sx > 1 ? split_us : 0.0);
-      const double cw = item_us + kb_us * ((kbw + sw - 1) / sw) + (sw > 1 ? split_us : 0.0);
+      const double cx = item_us + kb_us * ((kKBX + sx - 1) / sx) + split_us(sx);
+      const double cw = item_us + kb_us * ((kbw + sw - 1) / sw) + split_us(sw);
       const int n_x = nxt * sx, n_w = nwt * sw;
       const int grid = std::min(num_sms, n_x + n_w);
       const bool w_first = cw >= cx;
@@ -472,8 +530,7 @@ GemmPlan make_gemm_plan(int tokens, int num_sms, int bm) {
   } else {
     GemmPlan a = plan_for_bm(tokens, num_sms, 128);
     GemmPlan b = plan_for_bm(tokens, num_sms, 256);
-    // The 256-row tile does ~15% more work per unit of time when the tile counts allow it.
-    plan = (b.predicted_us * 0.87 < a.predicted_us) ? b : a;
+    plan = (b.predicted_us < a.predicted_us) ? b : a;
   }
   cache[key] = plan;
   return plan;
@@ -490,11 +547,13 @@ int64_t gemm_workspace_floats(const GemmPlan& p) {
 }
 
 cudaError_t launch_gemm(const GemmArgs& a, const GemmPlan& plan, cudaStream_t stream, bool pdl) {
-  CUtensorMap tm_g, tm_x, tm_wq, tm_wk, tm_wv;
+  CUtensorMap tm_g, tm_x, tm_wq, tm_wk, tm_wv, tm_dx, tm_dwq, tm_dwk, tm_dwv;
   const int64_t T = plan.tokens;
   if (!make_map(&tm_g, a.g, T, kGCols) || !make_map(&tm_x, a.x, T, kN) ||
       !make_map(&tm_wq, a.wq, 1024, kN) || !make_map(&tm_wk, a.wk, 256, kN) ||
-      !make_map(&tm_wv, a.wv, 256, kN))
+      !make_map(&tm_wv, a.wv, 256, kN) || !make_map(&tm_dx, a.dx, T, kN) ||
+      !make_map(&tm_dwq, a.dwq, 1024, kN) || !make_map(&tm_dwk, a.dwk, 256, kN) ||
+      !make_map(&tm_dwv, a.dwv, 256, kN))
     return cudaErrorInvalidValue;
 
   Params p;
@@ -537,11 +596,11 @@ cudaError_t launch_gemm(const GemmArgs& a, const GemmPlan& plan, cudaStream_t st
   if (plan.bm == 128) {
     err = ensure_smem_attr<64>(smem);
     if (err != cudaSuccess) return err;
-    err = cudaLaunchKernelEx(&cfg, qkv_gemm_kernel<64>, tm_g, tm_x, tm_wq, tm_wk, tm_wv, p);
+    err = cudaLaunchKernelEx(&cfg, qkv_gemm_kernel<64>, tm_g, tm_x, tm_wq, tm_wk, tm_wv, tm_dx, tm_dwq, tm_dwk, tm_dwv, p);
   } else {
     err = ensure_smem_attr<128>(smem);
     if (err != cudaSuccess) return err;
-    err = cudaLaunchKernelEx(&cfg, qkv_gemm_kernel<128>, tm_g, tm_x, tm_wq, tm_wk, tm_wv, p);
+    err = cudaLaunchKernelEx(&cfg, qkv_gemm_kernel<128>, tm_g, tm_x, tm_wq, tm_wk, tm_wv, tm_dx, tm_dwq, tm_dwk, tm_dwv, p);
   }
   if (err != cudaSuccess) return err;
   return cudaGetLastError();

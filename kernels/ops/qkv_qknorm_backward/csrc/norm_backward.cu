@@ -13,6 +13,8 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kHeads = 6;  // 4 query heads, 1 key head, 1 value head
 constexpr int kD = 256;
 constexpr int kGCols = 1536;
+constexpr int kRowsPerWarp = 4;
+constexpr int kBlocksPerSm = 3;
 
 __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
   const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
@@ -28,7 +30,7 @@ struct Row {
   uint4 g, x;
   float rstd;
   int head;  // 0..3 query, 4 key, 5 value; -1 none
-  int64_t gofs;  // element offset of this lane's 8 values in G
+  int token;
 };
 
 __device__ __forceinline__ Row load_row(const NormArgs& a, int r, int tokens, int lane) {
@@ -40,7 +42,7 @@ __device__ __forceinline__ Row load_row(const NormArgs& a, int r, int tokens, in
   const int b = t / a.seq;
   const int s = t - b * a.seq;
   row.head = h;
-  row.gofs = static_cast<int64_t>(t) * kGCols + h * kD + lane * 8;
+  row.token = t;
   if (h < 4) {
     const int64_t idx = static_cast<int64_t>(b * 4 + h) * a.seq + s;
     row.g = __ldg(reinterpret_cast<const uint4*>(a.grad_query + idx * kD) + lane);
@@ -61,44 +63,65 @@ __device__ __forceinline__ Row load_row(const NormArgs& a, int r, int tokens, in
   return row;
 }
 
-__device__ __forceinline__ void process_row(const NormArgs& a, const Row& row, const float (&wq1)[8],
-                                            const float (&wk1)[8], float (&accq)[8],
-                                            float (&acck)[8]) {
-  if (row.head < 0) return;
-  uint4* dst = reinterpret_cast<uint4*>(a.g + row.gofs);
-  if (row.head == 5) {
-    *dst = row.g;  // V passes through
-    return;
-  }
+// Phase 1 of a row: grad_norm_weight partials, and this lane's part of Σ ĝ·x̂.
+__device__ __forceinline__ float row_dot(const Row& row, const uint4& wq, const uint4& wk,
+                                         float (&accq)[8], float (&acck)[8]) {
+  if (row.head < 0 || row.head == 5) return 0.f;
   const bool is_q = row.head < 4;
-  float g[8], x[8], gh[8];
+  float g[8], x[8], w[8];
   unpack8(row.g, g);
   unpack8(row.x, x);
+  unpack8(is_q ? wq : wk, w);
   float dot = 0.f;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const float gx = __fmul_rn(g[i], x[i]);
     if (is_q) accq[i] += gx; else acck[i] += gx;
-    const float w1 = is_q ? wq1[i] : wk1[i];
-    gh[i] = __bfloat162float(__float2bfloat16_rn(__fmul_rn(g[i], w1)));
-    dot = fmaf(gh[i], x[i], dot);
+    const float gh = __bfloat162float(__float2bfloat16_rn(__fmul_rn(g[i], __fadd_rn(1.0f, w[i]))));
+    dot = fmaf(gh, x[i], dot);
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+  return dot;
+}
+
+// Phase 2 of a row: g_in = bf16(rstd · (ĝ − m·x̂)) into G (V rows are copied).
+__device__ __forceinline__ void row_store(const NormArgs& a, const Row& row, float dot,
+                                          const uint4& wq, const uint4& wk) {
+  if (row.head < 0) return;
+  uint4* dst = reinterpret_cast<uint4*>(a.g + static_cast<int64_t>(row.token) * kGCols + row.head * kD) +
+               (threadIdx.x & 31);
+  if (row.head == 5) {
+    *dst = row.g;
+    return;
+  }
+  const bool is_q = row.head < 4;
+  float g[8], x[8], w[8];
+  unpack8(row.g, g);
+  unpack8(row.x, x);
+  unpack8(is_q ? wq : wk, w);
   const float m = dot * (1.0f / kD);
   uint4 out;
   __nv_bfloat162* o2 = reinterpret_cast<__nv_bfloat162*>(&out);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const float v0 = __fmul_rn(row.rstd, __fsub_rn(gh[2 * i], __fmul_rn(m, x[2 * i])));
-    const float v1 = __fmul_rn(row.rstd, __fsub_rn(gh[2 * i + 1], __fmul_rn(m, x[2 * i + 1])));
-    o2[i] = __floats2bfloat162_rn(v0, v1);
+    float v[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int e = 2 * i + k;
+      const float gh = __bfloat162float(__float2bfloat16_rn(__fmul_rn(g[e], __fadd_rn(1.0f, w[e]))));
+      v[k] = __fmul_rn(row.rstd, __fsub_rn(gh, __fmul_rn(m, x[e])));
+    }
+    o2[i] = __floats2bfloat162_rn(v[0], v[1]);
   }
   *dst = out;
 }
 
-__global__ void __launch_bounds__(kThreads, 4) norm_backward_kernel(NormArgs a) {
+// Each warp takes kRowsPerWarp consecutive rows (same head, consecutive tokens: contiguous
+// memory), issues all their loads before using any, and reduces the rows' dots together.
+__global__ void __launch_bounds__(kThreads, 3) norm_backward_kernel(NormArgs a) {
   __shared__ float red[kWarps][2 * kD];
+  // The GEMM kernel (launched with programmatic stream serialization) may be scheduled now; it
+  // waits for this grid's completion (griddepcontrol.wait) before reading anything we write.
+  pdl_launch_dependents();
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int tokens = a.batch * a.seq;
@@ -108,26 +131,27 @@ __global__ void __launch_bounds__(kThreads, 4) norm_backward_kernel(NormArgs a) 
     for (int i = threadIdx.x; i < a.zero_n; i += kThreads) a.zero_ptr[i] = 0;
   }
 
-  float wq1[8], wk1[8], accq[8], acck[8];
-  {
-    float w[8];
-    unpack8(__ldg(reinterpret_cast<const uint4*>(a.q_norm_weight) + lane), w);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) wq1[i] = 1.0f + w[i];
-    unpack8(__ldg(reinterpret_cast<const uint4*>(a.k_norm_weight) + lane), w);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) wk1[i] = 1.0f + w[i];
-  }
+  float accq[8], acck[8];
+  const uint4 wq1 = __ldg(reinterpret_cast<const uint4*>(a.q_norm_weight) + lane);
+  const uint4 wk1 = __ldg(reinterpret_cast<const uint4*>(a.k_norm_weight) + lane);
 #pragma unroll
   for (int i = 0; i < 8; ++i) accq[i] = acck[i] = 0.f;
 
   const int rows = kHeads * tokens;
-  const int nw = gridDim.x * kWarps;
-  for (int r0 = blockIdx.x * kWarps + warp; r0 < rows; r0 += 2 * nw) {
-    const Row ra = load_row(a, r0, tokens, lane);
-    const Row rb = load_row(a, r0 + nw, tokens, lane);
-    process_row(a, ra, wq1, wk1, accq, acck);
-    process_row(a, rb, wq1, wk1, accq, acck);
+  const int step = gridDim.x * kWarps * kRowsPerWarp;
+  for (int base = (blockIdx.x * kWarps + warp) * kRowsPerWarp; base < rows; base += step) {
+    Row rr[kRowsPerWarp];
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; ++i) rr[i] = load_row(a, base + i, tokens, lane);
+    float dot[kRowsPerWarp];
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; ++i) dot[i] = row_dot(rr[i], wq1, wk1, accq, acck);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+      for (int i = 0; i < kRowsPerWarp; ++i) dot[i] += __shfl_xor_sync(0xffffffffu, dot[i], o);
+#pragma unroll
+    for (int i = 0; i < kRowsPerWarp; ++i) row_store(a, rr[i], dot[i], wq1, wk1);
   }
 
 #pragma unroll
@@ -143,7 +167,6 @@ __global__ void __launch_bounds__(kThreads, 4) norm_backward_kernel(NormArgs a) 
     a.partials[static_cast<int64_t>(blockIdx.x) * 2 * kD + d] = s;
   }
   if (a.timeline != nullptr && threadIdx.x == 0) a.timeline[2 * blockIdx.x + 1] = globaltimer();
-  pdl_launch_dependents();
 }
 
 __global__ void norm_weight_finalize_kernel(const float* __restrict__ partials, int nparts,
@@ -159,8 +182,9 @@ __global__ void norm_weight_finalize_kernel(const float* __restrict__ partials, 
 
 int norm_grid_size(int tokens, int num_sms) {
   const int64_t rows = static_cast<int64_t>(kHeads) * tokens;
-  const int64_t want = (rows + 2 * kWarps - 1) / (2 * kWarps);  // >= 2 rows per warp
-  const int64_t cap = static_cast<int64_t>(num_sms) * 4;
+  const int64_t per_block = kWarps * kRowsPerWarp;
+  const int64_t want = (rows + per_block - 1) / per_block;
+  const int64_t cap = static_cast<int64_t>(num_sms) * kBlocksPerSm;
   return static_cast<int>(want < cap ? (want < 1 ? 1 : want) : cap);
 }
 
