@@ -20,8 +20,8 @@ if ls $B/*.o >/dev/null 2>&1; then
     echo "== $o"; cuobjdump --dump-sass "$o" > /tmp/sass.txt 2>&1
     grep -c HGMMA /tmp/sass.txt | sed 's/^/HGMMA: /'; grep -cE "LDL|STL" /tmp/sass.txt | sed 's/^/LDL|STL: /'
     grep -m 8 HGMMA /tmp/sass.txt
-  done > "$OUT/sass.txt" 2>&1
-  cat "$OUT/sass.txt" | head -30
+  done > /tmp/sass_summary.txt 2>&1
+  grep -E "==|HGMMA:|LDL" /tmp/sass_summary.txt
 fi
 IMPLS="reference,compile"
 for impl in $CANDIDATES; do
@@ -31,6 +31,8 @@ for impl in $CANDIDATES; do
   echo "dev_check $mode rc=$rc"; grep -vE "passed=True det=True" /tmp/dev_$mode.log | tail -12; grep -E "median" /tmp/dev_$mode.log | tail -16 | awk '{print $3, $4, $6}' | tr '\n' ' '; echo
   if [ $rc -eq 0 ]; then IMPLS="$IMPLS,$impl"; fi
 done
+timeout 90 python3 kernels/bench/diag.py timeline > "$OUT/timeline.txt" 2>&1
+grep -E "==|gemm CTAs|item #0" "$OUT/timeline.txt" | cut -c1-250
 python3 - "$OUT" <<'PY'
 import json, sys, glob, os
 out = {}
