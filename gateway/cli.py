@@ -282,6 +282,86 @@ def cmd_keys(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- attest
+
+
+def cmd_attest(args: argparse.Namespace, settings: Settings) -> int:
+    """Sign a partner's reproduction of a run and submit it through the GraphQL API."""
+    import os
+
+    import httpx
+
+    from registry.dsse import SignatureError, load_private_key
+    from registry.reproduction import PredicateError, parse_predicate, signed_reproduction
+    from resolvers import ids
+
+    api_key = args.api_key or os.environ.get("KERNELINDEX_API_KEY")
+    if not api_key:
+        return fail("--api-key (or KERNELINDEX_API_KEY): the partner API key is required")
+    result_path, key_path = Path(args.result), Path(args.key)
+    if not result_path.is_file():
+        return fail(f"--result: no such file {result_path}")
+    if not key_path.is_file():
+        return fail(f"--key: no such file {key_path}")
+    try:
+        result = json.loads(result_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        return fail(f"--result: {result_path} is not JSON ({error})")
+    try:
+        predicate = parse_predicate(result)
+    except PredicateError as error:
+        for path, reason in error.problems:
+            print(f"error: {args.result}: {path.removeprefix('predicate.')}: {reason}", file=sys.stderr)
+        return 1
+    try:
+        private_key = load_private_key(key_path.read_bytes())
+    except (ValueError, TypeError, SignatureError) as error:
+        return fail(f"--key: not an unencrypted ed25519 private key in PEM ({error})")
+
+    url = (args.api or os.environ.get("KERNELINDEX_API") or "http://127.0.0.1:8000/graphql").rstrip("/")
+    url = url if url.endswith("/graphql") else url + "/graphql"
+    if args.run.startswith("sha256:"):
+        run_id = ids.encode("Run", args.run)
+    else:
+        try:
+            ids.decode_as(args.run, "Run")
+        except ids.BadGlobalId as error:
+            return fail(f"--run: {error}; give a run ID or a sha256: digest")
+        run_id = args.run
+    headers = {"Authorization": f"Bearer {api_key}"}
+
+    def call(query: str, variables: dict) -> dict:
+        try:
+            response = httpx.post(url, json={"query": query, "variables": variables}, headers=headers, timeout=args.timeout)
+            body = response.json()
+        except httpx.HTTPError as error:
+            raise CommandError(f"cannot reach {url}: {error}") from None
+        except ValueError:
+            raise CommandError(f"{url} did not answer with JSON (HTTP {response.status_code})") from None
+        if body.get("errors"):
+            raise CommandError(f"{url}: {body['errors'][0].get('message')}")
+        return body["data"]
+
+    run = call("query($id: ID!) { run(id: $id) { digest name } }", {"id": run_id})["run"]
+    if run is None:
+        return fail(f"--run: no run {args.run} at {url}")
+    envelope = signed_reproduction(run["digest"], run["name"], predicate, private_key)
+    submitted = call(
+        """mutation($input: RunSubmitReproductionInput!) { runSubmitReproduction(input: $input) {
+             created attestation { id digest } userErrors { field message code } } }""",
+        {"input": {"run": run_id, "envelope": json.dumps(envelope)}},
+    )["runSubmitReproduction"]
+    if submitted["userErrors"]:
+        for problem in submitted["userErrors"]:
+            print(f"error: {problem['code']}: {problem['message']}", file=sys.stderr)
+        return 1
+    attestation = submitted["attestation"]
+    state = "recorded" if submitted["created"] else "already recorded"
+    print(attestation["id"])
+    print(f"reproduction of {run['digest']} {state} as attestation {attestation['digest']}", file=sys.stderr)
+    return 0
+
+
 # ---------------------------------------------------------------- bench
 
 
@@ -413,6 +493,15 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--api", required=True)
     submit.add_argument("--key", required=True, help="the runner's API key")
     submit.set_defaults(handler=cmd_submit_result)
+
+    attest = sub.add_parser("attest", help="sign a reproduction of a run (partner key) and submit it to the API")
+    attest.add_argument("--run", required=True, help="the run's ID, or its sha256: digest")
+    attest.add_argument("--result", required=True, help="the measurement as JSON (the reproduction predicate)")
+    attest.add_argument("--key", required=True, help="the ed25519 private key (PEM) registered with your partner API key")
+    attest.add_argument("--api", default=None, help="GraphQL endpoint (default: KERNELINDEX_API or http://127.0.0.1:8000/graphql)")
+    attest.add_argument("--api-key", default=None, help="the partner API key (default: KERNELINDEX_API_KEY)")
+    attest.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the API")
+    attest.set_defaults(handler=cmd_attest)
 
     bench = sub.add_parser("bench", help="run the benchmark harness (needs the kernels extra)", add_help=False)
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)

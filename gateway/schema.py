@@ -5,13 +5,16 @@ from __future__ import annotations
 import strawberry
 from graphql import GraphQLError
 from strawberry.schema.config import StrawberryConfig
+from strawberry.tools import merge_types
 from strawberry.extensions import MaskErrors, MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
 
 from gateway.settings import Settings
 from resolvers.errors import ClientError, should_mask
 from resolvers.types.common import LONG_SCALAR, Long
-from resolvers.mutation import Mutation
+from resolvers.mutation import Mutation as JobMutation
+from resolvers.partner_mutations import PartnerMutation
 from resolvers.query import Query
+from resolvers.subscription import Subscription, SubscriptionsOverWebSocket
 from resolvers.types.attestation import Attestation
 from resolvers.types.definition import Definition
 from resolvers.types.environment import Environment
@@ -21,6 +24,8 @@ from resolvers.types.job import BenchmarkJob
 from resolvers.types.protocol import Protocol
 from resolvers.types.run import Run
 from resolvers.types.workload import Workload
+
+Mutation = merge_types("Mutation", (JobMutation, PartnerMutation))
 
 ENTITY_TYPES = [Run, Definition, Workload, Implementation, Protocol, Environment, ComparisonGroup, Attestation, BenchmarkJob]
 
@@ -40,12 +45,14 @@ def build_schema(settings: Settings | None = None) -> strawberry.federation.Sche
         lambda: QueryDepthLimiter(max_depth=settings.max_depth),
         lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
         lambda: MaxAliasesLimiter(max_alias_count=settings.max_aliases),
+        SubscriptionsOverWebSocket,
     ]
     if not settings.debug:
         extensions.append(lambda: MaskErrors(should_mask_error=should_mask))
     return KernelIndexSchema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         config=StrawberryConfig(scalar_map={Long: LONG_SCALAR}),
         types=ENTITY_TYPES,
         extensions=extensions,

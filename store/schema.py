@@ -58,6 +58,24 @@ VALIDATORS["runs"] = _manifest_validator(
     ("definitionDigest", "groupKey", "current", "status", "evidenceLevel", "seq"),
     _RUN_FIELDS,
 )
+VALIDATORS["attestations"] = _manifest_validator(
+    "Attestation",
+    ("seq", "payloadDigest"),
+    {"seq": {"bsonType": ["int", "long"]}, "payloadDigest": {"bsonType": "string", "pattern": DIGEST_PATTERN}},
+)
+VALIDATORS["notes"] = {
+    "$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "runDigest", "text", "author", "createdAt", "seq"],
+        "properties": {
+            "runDigest": {"bsonType": "string", "pattern": DIGEST_PATTERN},
+            "text": {"bsonType": "string", "minLength": 1, "maxLength": 2000},
+            "author": {"bsonType": "object", "required": ["name", "keyId", "scope"]},
+            "createdAt": {"bsonType": "date"},
+            "seq": {"bsonType": ["int", "long"]},
+        },
+    }
+}
 VALIDATORS["comparison_groups"] = {
     "$jsonSchema": {
         "bsonType": "object",
@@ -109,8 +127,16 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("requestedBy", ASCENDING), ("idempotencyKey", ASCENDING)], name="idempotency", unique=True),
         IndexModel([("state", ASCENDING), ("gpu", ASCENDING), ("createdAt", ASCENDING)], name="queue"),
     ],
-    "attestations": [IndexModel([("spec.subjectDigest", ASCENDING), ("seq", ASCENDING)], name="subject")],
-    "notes": [IndexModel([("runDigest", ASCENDING), ("createdAt", ASCENDING)], name="run")],
+    "attestations": [
+        IndexModel([("spec.subjectDigest", ASCENDING), ("seq", ASCENDING)], name="subject"),
+        # The same signed statement from the same partner is one attestation, however often sent.
+        IndexModel(
+            [("payloadDigest", ASCENDING), ("spec.subjectDigest", ASCENDING), ("partnerKeyId", ASCENDING)],
+            name="payload",
+            unique=True,
+        ),
+    ],
+    "notes": [IndexModel([("runDigest", ASCENDING), ("seq", ASCENDING)], name="run_seq")],
 }
 
 

@@ -29,8 +29,10 @@ from resolvers.types.environment import Environment
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.implementation import Implementation
 from resolvers.types.node import Node
+from resolvers.types.note import NoteConnection
 from resolvers.types.protocol import Protocol, manifest_json
 from resolvers.types.workload import Workload
+from store.notes import notes_page
 from store.queries import attestations_page
 
 
@@ -339,6 +341,12 @@ class Run(Node):
         after_seq = decode_cursor(after, 1)[0] if after else None
         docs, more = await attestations_page(info.context.db, subject=self.digest, first=check_first(first), after_seq=after_seq)
         return AttestationConnection.of(docs, more)
+
+    @strawberry.field(description="Unsigned notes by partners and maintainers, oldest first; apart from reproductions.")
+    async def notes(self, info: Info, first: int = 20, after: str | None = None) -> NoteConnection:
+        after_seq = decode_cursor(after, 1)[0] if after else None
+        docs, more = await notes_page(info.context.db, run_digest=self.digest, first=check_first(first), after_seq=after_seq)
+        return NoteConnection.of(docs, more)
 
     @strawberry.field(description="How to cite this record: permalink, digest and access date.")
     def citation(self, info: Info) -> Citation:

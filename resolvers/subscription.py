@@ -1,0 +1,465 @@
+"""The Subscription root: new runs, comparison-group changes and benchmark-job updates, over
+WebSocket (graphql-transport-ws), from the event log.
+
+- Every event carries a `cursor` (its place in the event log). A subscription given
+  `after: <cursor>` first replays what it missed, in order, then goes live: no gap, no duplicate.
+- Delivery comes from the process's EventHub (one MongoDB change stream per server process), so
+  an event written by any process reaches subscribers on every process.
+- Authentication: runPublished and comparisonGroupChanged are public. benchmarkJobUpdated needs an
+  API key in the connection_init payload ({"Authorization": "Bearer <key>"} or {"apiKey": "<key>"})
+  of the job's requester, a maintainer, or a runner that holds or held the job.
+- At most MAX_SUBSCRIPTIONS_PER_CONNECTION operations run at once on one connection; one more is
+  answered with an `error` message, code TOO_MANY_SUBSCRIPTIONS.
+- The WebSocket context lives as long as the connection, so each delivered event gets fresh
+  DataLoaders (nothing is cached from one event to the next).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import json
+import logging
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from datetime import datetime
+from typing import Any
+
+import strawberry
+from graphql import FieldNode, GraphQLError, NullValueNode, OperationDefinitionNode, VariableNode, parse
+from graphql import OperationType as GraphQLOperationType
+from starlette.websockets import WebSocket
+from strawberry.extensions import SchemaExtension
+from strawberry.types.graphql import OperationType
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler, Operation
+from strawberry.types.execution import ExecutionResult, PreExecutionError
+from strawberry.utils.aio import aclosing
+
+from resolvers import ids
+from resolvers.context import Info
+from resolvers.dataloaders import Loaders
+from resolvers.errors import ClientError
+from resolvers.types.common import decode_cursor, encode_cursor
+from resolvers.types.group import ComparisonGroup
+from resolvers.types.job import BenchmarkJob, JobState
+from resolvers.types.run import Run
+from store.event_stream import EventFilter, EventHub, StreamUnavailable
+from store.jobs import JobState as DomainJobState
+from store.keys import Scope
+
+log = logging.getLogger("kernelindex.subscriptions")
+
+MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
+TOO_MANY_SUBSCRIPTIONS = "TOO_MANY_SUBSCRIPTIONS"
+
+Doc = dict[str, Any]
+
+
+class SubscriptionLimitHandler(BaseGraphQLTransportWSHandler):
+    """Strawberry's graphql-transport-ws handler with two additions:
+
+    - a coded error past the per-connection limit (strawberry's own says only "Subscription
+      limit reached");
+    - shared execution: live subscriptions to public events (runPublished,
+      comparisonGroupChanged without `after`) that send the same document and variables with the
+      same caller are executed once per event per process and the result is sent to each of them
+      (see SharedStream). Without this, 500 subscribers cost 500 executions of every event.
+    """
+
+    async def handle_subscribe(self, message) -> None:
+        limit = self.max_subscriptions_per_connection
+        if not self.connection_acknowledged or message["id"] in self.operations:
+            await super().handle_subscribe(message)  # strawberry closes the socket for these
+            return
+        if limit is not None and len(self.operations) >= limit:
+            error = GraphQLError(
+                f"at most {limit} subscriptions may run at once on one connection; complete one first or open another connection",
+                extensions={"code": TOO_MANY_SUBSCRIPTIONS},
+            )
+            await self.send_message({"id": message["id"], "type": "error", "payload": [error.formatted]})
+            return
+        payload = message["payload"]
+        key = share_key(payload.get("query"), payload.get("variables"), payload.get("operationName"), self.context)
+        if key is None:
+            await super().handle_subscribe(message)
+            return
+        operation = Operation(self, message["id"], payload["query"], payload.get("variables"), payload.get("operationName"))
+        operation.task = asyncio.create_task(self._run_shared(operation, key))
+        operation.task.add_done_callback(self._task_done)
+        self.operations[message["id"]] = operation
+
+    async def _run_shared(self, operation: Operation, key: tuple) -> None:
+        streams = _shared_streams.setdefault(self.view, {})
+        stream = streams.get(key)
+        if stream is None or stream.finished:
+            stream = streams[key] = SharedStream(self.schema, operation, self.context, self.root_value, on_idle=lambda: streams.pop(key, None))
+        listener = stream.attach()
+        prefix = '{"id":' + json.dumps(operation.id) + ',"type":"next","payload":'
+        send_text = getattr(getattr(self.websocket, "ws", None), "send_text", None)
+        try:
+            while True:
+                kind, body = await listener.get()
+                if kind == "next":
+                    if send_text is not None:
+                        await send_text(prefix + body + "}")
+                    else:
+                        await operation.send_operation_message({"id": operation.id, "type": "next", "payload": json.loads(body)})
+                elif kind == "error":
+                    await operation.send_operation_message({"id": operation.id, "type": "error", "payload": body})
+                    return
+                else:
+                    await operation.send_operation_message({"id": operation.id, "type": "complete"})
+                    return
+        except Exception:  # noqa: BLE001 - the socket went away; the connection's shutdown cleans up
+            self.operations.pop(operation.id, None)
+        finally:
+            stream.detach(listener)
+
+
+SHAREABLE_FIELDS = {"runPublished", "comparisonGroupChanged"}
+_shared_streams: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # view -> {key: SharedStream}
+MAX_SHARED_BACKLOG = 1000  # results a shared subscriber may fall behind before it is dropped
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(query: str):
+    try:
+        return parse(query, max_tokens=4000, no_location=True)
+    except GraphQLError:
+        return None
+
+
+def share_key(query: Any, variables: Any, operation_name: Any, context: Any) -> tuple | None:
+    """The key under which identical live public subscriptions share one execution; None when
+    this one must run on its own (anything but one plain public root field without `after`)."""
+    if not isinstance(query, str) or not isinstance(variables, (dict, type(None))) or not isinstance(operation_name, (str, type(None))):
+        return None
+    document = _parse(query)
+    if document is None:
+        return None
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    if operation_name is not None:
+        operations = [o for o in operations if o.name and o.name.value == operation_name]
+    if len(operations) != 1 or operations[0].operation is not GraphQLOperationType.SUBSCRIPTION:
+        return None
+    selections = operations[0].selection_set.selections
+    if len(selections) != 1 or not isinstance(selections[0], FieldNode) or selections[0].name.value not in SHAREABLE_FIELDS:
+        return None
+    for argument in selections[0].arguments or ():
+        if argument.name.value != "after":
+            continue
+        value = argument.value
+        if isinstance(value, NullValueNode):
+            continue
+        if isinstance(value, VariableNode) and (variables or {}).get(value.name.value) is None:
+            continue
+        return None  # resuming: replayed on its own
+    try:
+        variables_text = json.dumps(variables or {}, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    principal = getattr(context, "principal", None)
+    return (query, variables_text, operation_name, getattr(principal, "id", None), getattr(context, "key_presented", False))
+
+
+class _Listener:
+    __slots__ = ("queue", "dropped")
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.dropped = False
+
+    def offer(self, item: tuple) -> bool:
+        if self.dropped:
+            return False
+        if self.queue.qsize() >= MAX_SHARED_BACKLOG:
+            self.dropped = True
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            error = GraphQLError(
+                "this subscriber fell too far behind and was dropped; subscribe again with `after` set to the last cursor received",
+                extensions={"code": "SLOW_CONSUMER"},
+            )
+            self.queue.put_nowait(("error", [error.formatted]))
+            return False
+        self.queue.put_nowait(item)
+        return True
+
+    async def get(self) -> tuple:
+        return await self.queue.get()
+
+
+class SharedStream:
+    """One execution of a subscription whose results go to every attached listener, each
+    serialized once. Stops when its last listener leaves."""
+
+    def __init__(self, schema, first: Operation, context: Any, root_value: Any, on_idle: Callable[[], Any]):
+        self.listeners: set[_Listener] = set()
+        self.finished = False
+        self._on_idle = on_idle
+        # Its own context (and DataLoaders), so no subscriber's connection state leaks into it.
+        own_context = dataclasses.replace(context, loaders=Loaders(context.db)) if dataclasses.is_dataclass(context) else context
+        self.task = asyncio.create_task(self._run(schema, first.query, first.variables, first.operation_name, own_context, root_value))
+
+    def attach(self) -> _Listener:
+        listener = _Listener()
+        self.listeners.add(listener)
+        return listener
+
+    def detach(self, listener: _Listener) -> None:
+        self.listeners.discard(listener)
+        if not self.listeners and not self.finished:
+            self.finished = True
+            self._on_idle()
+            self.task.cancel()
+
+    def _broadcast(self, item: tuple) -> None:
+        for listener in list(self.listeners):
+            if not listener.offer(item):
+                self.listeners.discard(listener)
+
+    async def _run(self, schema, query, variables, operation_name, context, root_value) -> None:
+        try:
+            source = await schema.stream(query, variable_values=variables, context_value=context, root_value=root_value, operation_name=operation_name)
+            async with aclosing(source):
+                async for result in source:
+                    if isinstance(result, PreExecutionError) or not isinstance(result, ExecutionResult):
+                        errors = result.errors if isinstance(result, PreExecutionError) else [
+                            GraphQLError("Incremental delivery is not supported over graphql-transport-ws")
+                        ]
+                        self._finish(("error", [e.formatted for e in errors]))
+                        return
+                    payload: dict[str, Any] = {"data": result.data}
+                    if result.errors:
+                        payload["errors"] = [e.formatted for e in result.errors]
+                    if result.extensions:
+                        payload["extensions"] = result.extensions
+                    self._broadcast(("next", json.dumps(payload, separators=(",", ":"))))
+            self._finish(("complete", None))
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001
+            log.exception("a shared subscription failed")
+            self._finish(("error", [GraphQLError("Unexpected error.").formatted]))
+
+    def _finish(self, item: tuple) -> None:
+        if not self.finished:
+            self.finished = True
+            self._on_idle()
+        self._broadcast(item)
+
+
+class SubscriptionsOverWebSocket(SchemaExtension):
+    """Refuse a subscription operation sent over HTTP, with a coded error (strawberry would
+    otherwise run it as a query and fail with a masked null error)."""
+
+    def on_execute(self):
+        context = self.execution_context
+        if context.operation_type is OperationType.SUBSCRIPTION and not isinstance(
+            getattr(context.context, "request", None), WebSocket
+        ):
+            raise ClientError(
+                "subscriptions are served over WebSocket (graphql-transport-ws) at /graphql, not over HTTP",
+                code="WEBSOCKET_REQUIRED",
+            )
+        yield
+
+
+# ---------------------------------------------------------------- event types
+
+
+@strawberry.input(description="Narrow runPublished. All given conditions must hold; none given: every run.")
+class RunPublishedFilter:
+    definition: strawberry.ID | None = None
+    gpu: str | None = strawberry.field(default=None, description='GPU product, e.g. "NVIDIA B200".')
+    group: strawberry.ID | None = None
+    source: str | None = strawberry.field(default=None, description='e.g. "sol-execbench", "kernelindex".')
+
+
+@strawberry.type(description="A run was published.")
+class RunPublishedEvent:
+    cursor: str = strawberry.field(description="Pass as `after` to resume after this event.")
+    published_at: datetime
+    run: Run
+
+
+@strawberry.type(description="A comparison group's membership or #1 changed.")
+class ComparisonGroupChangedEvent:
+    cursor: str = strawberry.field(description="Pass as `after` to resume after this event.")
+    changed_at: datetime
+    group: ComparisonGroup
+    leader_changed: bool
+    size: int = strawberry.field(description="Current runs in the group after the change.")
+    old_leader: Run | None = strawberry.field(description="The #1 before the change.")
+    new_leader: Run | None = strawberry.field(description="The #1 after the change.")
+
+
+@strawberry.type(description="A benchmark job changed state.")
+class BenchmarkJobUpdatedEvent:
+    cursor: str = strawberry.field(description="Pass as `after` to resume after this event.")
+    updated_at: datetime
+    state: JobState = strawberry.field(description="The state this event moved the job to.")
+    job: BenchmarkJob = strawberry.field(description="The job as it is now.")
+
+
+# ---------------------------------------------------------------- plumbing
+
+
+def _hub(info: Info) -> EventHub:
+    request = info.context.request
+    hub = getattr(getattr(getattr(request, "app", None), "state", None), "event_hub", None)
+    if hub is None or not hub.running:
+        raise ClientError("subscriptions are not available on this server", code="SUBSCRIPTIONS_UNAVAILABLE")
+    return hub
+
+
+def _after(after: str | None) -> int | None:
+    if after is None:
+        return None
+    seq = decode_cursor(after, 1)[0]
+    if seq < 0:
+        raise ClientError(f"after: {after!r} is not a valid cursor")
+    return seq
+
+
+def _key(global_id: str, expected: str, field: str) -> str:
+    try:
+        return ids.decode_as(global_id, expected)
+    except ids.BadGlobalId as error:
+        raise ClientError(f"{field}: {error}", code="BAD_ID") from None
+
+
+def _fresh_loaders(info: Info, hub: EventHub, seq: int) -> Loaders:
+    """A WebSocket context outlives events, so each event gets fresh DataLoaders: made once per
+    event and process, shared by that event's deliveries (which then batch their look-ups)."""
+    loaders = hub.memo(seq, "loaders", lambda: Loaders(info.context.db))
+    info.context.loaders = loaders
+    return loaders
+
+
+async def _events(hub: EventHub, flt: EventFilter, after: int | None) -> AsyncIterator[Doc]:
+    try:
+        with hub.subscribe(flt) as subscription:
+            async for event in subscription.events(after):
+                yield event
+    except StreamUnavailable as error:
+        raise ClientError(str(error), code="SUBSCRIPTIONS_UNAVAILABLE") from None
+
+
+async def _run_events(info: Info, hub: EventHub, flt: EventFilter, after: int | None) -> AsyncGenerator[RunPublishedEvent, None]:
+    async for event in _events(hub, flt, after):
+        doc = await hub.document(event["seq"], "runs", event["runDigest"])
+        if doc is None:
+            continue
+        _fresh_loaders(info, hub, event["seq"]).runs.prime(doc["_id"], doc)
+        yield RunPublishedEvent(cursor=encode_cursor(event["seq"]), published_at=event["at"], run=Run.from_doc(doc))
+
+
+async def _group_events(info: Info, hub: EventHub, flt: EventFilter, after: int | None) -> AsyncGenerator[ComparisonGroupChangedEvent, None]:
+    async for event in _events(hub, flt, after):
+        seq = event["seq"]
+        group = await hub.document(seq, "comparison_groups", event["groupKey"])
+        if group is None:
+            continue
+        loaders = _fresh_loaders(info, hub, seq)
+        leaders: dict[str, Run | None] = {}
+        for role in ("oldLeader", "newLeader"):
+            digest = event.get(role)
+            doc = await hub.document(seq, "runs", digest) if digest else None
+            if doc is not None:
+                loaders.runs.prime(doc["_id"], doc)
+            leaders[role] = Run.from_doc(doc) if doc else None
+        yield ComparisonGroupChangedEvent(
+            cursor=encode_cursor(seq),
+            changed_at=event["at"],
+            group=ComparisonGroup.from_doc(group),
+            leader_changed=bool(event.get("leaderChanged")),
+            size=event.get("size", group["size"]),
+            old_leader=leaders["oldLeader"],
+            new_leader=leaders["newLeader"],
+        )
+
+
+async def _job_events(info: Info, hub: EventHub, flt: EventFilter, after: int | None) -> AsyncGenerator[BenchmarkJobUpdatedEvent, None]:
+    async for event in _events(hub, flt, after):
+        job = await hub.document(event["seq"], "jobs", event["jobId"])
+        if job is None:
+            continue
+        _fresh_loaders(info, hub, event["seq"])
+        yield BenchmarkJobUpdatedEvent(
+            cursor=encode_cursor(event["seq"]),
+            updated_at=event["at"],
+            state=DomainJobState(event["state"]),
+            job=BenchmarkJob.from_doc(job),
+        )
+
+
+def _may_watch_job(key, job: Doc) -> bool:
+    if key.scope is Scope.maintainer or job.get("requestedBy") == key.id:
+        return True
+    if key.scope is Scope.runner:
+        holders = {h.get("runner") for h in job.get("history", [])}
+        lease = job.get("lease") or {}
+        return key.id == lease.get("runner") or key.id in holders
+    return False
+
+
+# ---------------------------------------------------------------- the root
+
+
+@strawberry.type
+class Subscription:
+    @strawberry.subscription(description="Runs as they are published (public). No filter: every run.")
+    async def run_published(
+        self, info: Info, filter: RunPublishedFilter | None = None, after: str | None = None
+    ) -> AsyncGenerator[RunPublishedEvent, None]:
+        hub = _hub(info)
+        f = filter or RunPublishedFilter()
+        flt = EventFilter.of(
+            "run.published",
+            definitionDigest=_key(f.definition, "Definition", "filter.definition") if f.definition else None,
+            groupKey=_key(f.group, "ComparisonGroup", "filter.group") if f.group else None,
+            gpu=f.gpu,
+            source=f.source,
+        )
+        after_seq = _after(after)
+        return _run_events(info, hub, flt, after_seq)
+
+    @strawberry.subscription(description="Changes of one comparison group's membership or #1 (public).")
+    async def comparison_group_changed(
+        self, info: Info, id: strawberry.ID, after: str | None = None
+    ) -> AsyncGenerator[ComparisonGroupChangedEvent, None]:
+        hub = _hub(info)
+        key = _key(id, "ComparisonGroup", "id")
+        after_seq = _after(after)
+        if await info.context.db.comparison_groups.find_one({"_id": key}, {"_id": 1}) is None:
+            raise ClientError("id: no such comparison group", code="NOT_FOUND")
+        return _group_events(info, hub, EventFilter.of("group.changed", groupKey=key), after_seq)
+
+    @strawberry.subscription(
+        description="State changes of one benchmark job. Needs the API key (in connection_init) of the job's "
+        "requester, a maintainer, or a runner that holds or held the job."
+    )
+    async def benchmark_job_updated(
+        self, info: Info, id: strawberry.ID, after: str | None = None
+    ) -> AsyncGenerator[BenchmarkJobUpdatedEvent, None]:
+        hub = _hub(info)
+        key = info.context.principal
+        if key is None:
+            if info.context.key_presented:
+                raise ClientError("the API key in connection_init is not valid", code="UNAUTHENTICATED")
+            raise ClientError(
+                'benchmarkJobUpdated needs an API key: send {"Authorization": "Bearer <key>"} in the connection_init payload',
+                code="UNAUTHENTICATED",
+            )
+        job_id = _key(id, "BenchmarkJob", "id")
+        after_seq = _after(after)
+        job = await info.context.db.jobs.find_one({"_id": job_id}, {"requestedBy": 1, "lease": 1, "history.runner": 1})
+        if job is None:
+            raise ClientError("id: no such benchmark job", code="NOT_FOUND")
+        if not _may_watch_job(key, job):
+            raise ClientError(
+                "only the job's requester, a maintainer, or a runner that holds or held the job may watch it", code="FORBIDDEN"
+            )
+        return _job_events(info, hub, EventFilter.of("job.updated", jobId=job_id), after_seq)

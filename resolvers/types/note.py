@@ -1,0 +1,53 @@
+"""Note: an unsigned remark on a run by a partner or maintainer, shown apart from reproductions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import strawberry
+
+from resolvers import ids
+from resolvers.types.common import PageInfo, encode_cursor
+
+
+@strawberry.type(description="An unsigned remark on a run. It never changes the run's evidence level.")
+class Note:
+    id: strawberry.ID
+    text: str
+    author: str = strawberry.field(description="The name of the API key that wrote it.")
+    author_scope: str = strawberry.field(description='"partner" or "maintainer".')
+    created_at: datetime
+    run_digest: str
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> Note:
+        return cls(
+            id=strawberry.ID(ids.encode("Note", doc["_id"])),
+            text=doc["text"],
+            author=doc["author"]["name"],
+            author_scope=doc["author"]["scope"],
+            created_at=doc["createdAt"],
+            run_digest=doc["runDigest"],
+        )
+
+
+@strawberry.type
+class NoteEdge:
+    cursor: str
+    node: Note
+
+
+@strawberry.type
+class NoteConnection:
+    edges: list[NoteEdge]
+    page_info: PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[Note]:
+        return [edge.node for edge in self.edges]
+
+    @classmethod
+    def of(cls, docs: list[dict[str, Any]], has_next: bool) -> NoteConnection:
+        edges = [NoteEdge(cursor=encode_cursor(d["seq"]), node=Note.from_doc(d)) for d in docs]
+        return cls(edges=edges, page_info=PageInfo(has_next_page=has_next, end_cursor=edges[-1].cursor if edges else None))

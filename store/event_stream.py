@@ -1,0 +1,305 @@
+"""Delivering the event log to subscribers: one change stream per server process, fanned out.
+
+Every server process runs one `EventHub` (started in the app's lifespan). It watches inserts into
+`events` with a single MongoDB change stream, so an event appended by any process (a GraphQL
+mutation, `kernelindex load`, an import) reaches the subscribers held by every process. Each
+subscriber gets a bounded asyncio queue; the hub never waits for a slow subscriber.
+
+Order and gaps. `seq` numbers are reserved from a counter before the event is inserted, so
+inserts can commit out of `seq` order (two writers) and a reserved number can stay unused (a
+transaction that aborted). The hub releases events to subscribers in `seq` order: an event that
+arrives ahead of a missing number waits for it, for at most `gap_timeout_s`; after that the
+missing number is given up (`skipped`) and later events flow on. The hub's `watermark` is the
+highest `seq` below which every event has been released (or given up).
+
+No loss, no duplicates (`Subscription.events`): the subscriber's queue is registered first,
+which fixes the watermark W at that instant: every event the hub releases afterwards has
+`seq > W` and lands in the queue. Events after the client's cursor up to W are then read from
+the `events` collection (the backlog), in order; then the queue is drained. A queue that
+overflows is cleared and marked; its subscriber re-registers (a new watermark) and reads the
+missed stretch from the collection again, so a slow consumer costs round trips, not events.
+A given-up number whose event does commit later ("late") is released on arrival, out of order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import PyMongoError
+
+log = logging.getLogger("kernelindex.events")
+
+Doc = dict[str, Any]
+T = TypeVar("T")
+
+REPLAY_PAGE = 200  # events per backlog read
+DEFAULT_QUEUE_SIZE = 1000  # events a subscriber may fall behind before it re-reads the log
+DEFAULT_GAP_TIMEOUT_S = 0.5
+MAX_REMEMBERED_SKIPS = 1000
+
+
+class StreamUnavailable(RuntimeError):
+    """The hub is not running (no change streams on this server, or stopped)."""
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    """Events of one type whose fields equal the given values (a query and a predicate)."""
+
+    type: str
+    equals: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, type_: str, **equals: Any) -> EventFilter:
+        return cls(type_, tuple(sorted((k, v) for k, v in equals.items() if v is not None)))
+
+    def matches(self, event: Doc) -> bool:
+        return event.get("type") == self.type and all(event.get(k) == v for k, v in self.equals)
+
+    def query(self) -> Doc:
+        return {"type": self.type, **dict(self.equals)}
+
+
+@dataclass(eq=False)
+class _Delivery:
+    event: Doc
+    late: bool = False
+
+
+_OVERFLOW = object()
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One subscriber's registration with the hub. Use `events(after)`; close when done."""
+
+    hub: EventHub
+    filter: EventFilter
+    queue: asyncio.Queue
+    # Fixed when (re-)registered: events with seq <= watermark come from the collection.
+    watermark: int = 0
+    skipped: frozenset[int] = frozenset()
+    overflowed: bool = False
+    closed: bool = False
+
+    def _arm(self) -> None:
+        # Synchronous: no event can be released between reading the watermark and re-arming.
+        self.watermark = self.hub.watermark
+        self.skipped = frozenset(self.hub.skipped)
+        self.overflowed = False
+
+    def _offer(self, delivery: _Delivery) -> None:
+        if self.overflowed or self.closed:
+            return
+        try:
+            self.queue.put_nowait(delivery)
+        except asyncio.QueueFull:
+            self.overflowed = True
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(_OVERFLOW)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.hub._remove(self)
+
+    async def events(self, after: int | None) -> AsyncIterator[Doc]:
+        """The matching events after `after` (None: from now on), in order, then live."""
+        last = self.watermark if after is None else after
+        origin = after  # a late event is new to this subscriber unless its cursor covers it
+        while True:
+            async for event in self.hub.backlog(self.filter, after=last, upto=self.watermark, exclude=self.skipped):
+                last = event["seq"]
+                yield event
+            while True:
+                item = await self.queue.get()
+                if item is _OVERFLOW:
+                    self._arm()
+                    break  # read what was missed from the collection
+                event = item.event
+                if event["seq"] > last or (item.late and (origin is None or event["seq"] > origin)):
+                    last = max(last, event["seq"])
+                    yield event
+
+
+@dataclass(eq=False)
+class EventHub:
+    """The process-wide fan-out of the `events` change stream."""
+
+    db: AsyncDatabase
+    queue_size: int = DEFAULT_QUEUE_SIZE
+    gap_timeout_s: float = DEFAULT_GAP_TIMEOUT_S
+    watermark: int = 0
+    skipped: OrderedDict = field(default_factory=OrderedDict)  # seq -> None, oldest first
+    _pending: dict[int, Doc] = field(default_factory=dict)
+    _gap_timer: asyncio.TimerHandle | None = None
+    _by_type: dict[str, set[Subscription]] = field(default_factory=dict)
+    _task: asyncio.Task | None = None
+    _running: bool = False
+    _per_event: OrderedDict = field(default_factory=OrderedDict)  # (seq, name) -> value; see memo()
+    released: int = 0  # events released to subscribers since start (for tests and metrics)
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Open the change stream (so nothing inserted after this returns is missed)."""
+        stream = await self._open(None)
+        newest = await self.db.events.find_one({}, {"seq": 1}, sort=[("seq", -1)])
+        self.watermark = newest["seq"] if newest else 0
+        self._running = True
+        self._task = asyncio.create_task(self._run(stream), name="kernelindex-event-hub")
+
+    async def stop(self) -> None:
+        self._running = False
+        if self._gap_timer:
+            self._gap_timer.cancel()
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        for subs in self._by_type.values():
+            for sub in list(subs):
+                sub.closed = True
+        self._by_type.clear()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    async def _open(self, resume_token: Any):
+        pipeline = [{"$match": {"operationType": "insert"}}]
+        return await self.db.events.watch(pipeline, resume_after=resume_token)
+
+    async def _run(self, stream) -> None:
+        token = None
+        while self._running:
+            try:
+                async with stream:
+                    async for change in stream:
+                        token = change["_id"]
+                        self._receive(change["fullDocument"])
+            except asyncio.CancelledError:
+                raise
+            except PyMongoError as error:
+                log.warning("event change stream interrupted (%s); resuming", error)
+            if not self._running:
+                return
+            stream = None
+            while self._running and stream is None:
+                try:
+                    stream = await self._open(token)
+                except PyMongoError as error:
+                    log.warning("cannot reopen the event change stream (%s); retrying", error)
+                    await asyncio.sleep(1.0)
+
+    # ------------------------------------------------------------ ordering
+
+    def _receive(self, event: Doc) -> None:
+        seq = event.get("seq")
+        if not isinstance(seq, int):
+            return
+        if seq <= self.watermark:
+            # Behind the watermark: a number given up earlier whose insert committed late.
+            self.skipped.pop(seq, None)
+            self._release(event, late=True)
+            return
+        self._pending[seq] = event
+        self._drain()
+
+    def _drain(self) -> None:
+        while self.watermark + 1 in self._pending:
+            self.watermark += 1
+            self._release(self._pending.pop(self.watermark))
+        if self._gap_timer:
+            self._gap_timer.cancel()
+            self._gap_timer = None
+        if self._pending:
+            self._gap_timer = asyncio.get_running_loop().call_later(self.gap_timeout_s, self._give_up_gap)
+
+    def _give_up_gap(self) -> None:
+        self._gap_timer = None
+        if not self._pending:
+            return
+        first = min(self._pending)
+        for seq in range(self.watermark + 1, first):
+            self.skipped[seq] = None
+        while len(self.skipped) > MAX_REMEMBERED_SKIPS:
+            self.skipped.popitem(last=False)
+        log.info("event seq %d..%d never arrived; releasing later events", self.watermark + 1, first - 1)
+        self.watermark = first - 1
+        self._drain()
+
+    def _release(self, event: Doc, late: bool = False) -> None:
+        self.released += 1
+        delivery = _Delivery(event, late)
+        for sub in list(self._by_type.get(event.get("type"), ())):
+            if sub.filter.matches(event):
+                sub._offer(delivery)
+
+    # ------------------------------------------------------------ subscribers
+
+    @contextlib.contextmanager
+    def subscribe(self, flt: EventFilter):
+        if not self._running:
+            raise StreamUnavailable("event delivery is not running on this server")
+        sub = Subscription(self, flt, asyncio.Queue(maxsize=self.queue_size))
+        sub._arm()
+        self._by_type.setdefault(flt.type, set()).add(sub)
+        try:
+            yield sub
+        finally:
+            sub.close()
+
+    def _remove(self, sub: Subscription) -> None:
+        subs = self._by_type.get(sub.filter.type)
+        if subs is not None:
+            subs.discard(sub)
+
+    @property
+    def subscriber_count(self) -> int:
+        return sum(len(s) for s in self._by_type.values())
+
+    async def backlog(self, flt: EventFilter, *, after: int, upto: int, exclude: frozenset[int] = frozenset()) -> AsyncIterator[Doc]:
+        """Stored events matching `flt` with after < seq <= upto, in order, a page at a time."""
+        while after < upto:
+            query: Doc = {**flt.query(), "seq": {"$gt": after, "$lte": upto}}
+            skip = sorted(s for s in exclude if after < s <= upto)
+            if skip:
+                query["seq"]["$nin"] = skip[:REPLAY_PAGE]
+            page = await self.db.events.find(query).sort("seq", 1).limit(REPLAY_PAGE).to_list()
+            for event in page:
+                yield event
+            if len(page) < REPLAY_PAGE:
+                return
+            after = page[-1]["seq"]
+
+    # ------------------------------------------------------------ shared look-ups
+
+    def memo(self, seq: int, name: Any, factory: Callable[[], T]) -> T:
+        """A value made once per event and shared by every subscriber of this process (e.g. the
+        documents an event refers to, or the DataLoaders its deliveries use)."""
+        cache_key = (seq, name)
+        try:
+            return self._per_event[cache_key]
+        except KeyError:
+            value = self._per_event[cache_key] = factory()
+            while len(self._per_event) > 1024:
+                self._per_event.popitem(last=False)
+            return value
+
+    async def document(self, seq: int, collection: str, key: str) -> Doc | None:
+        """`collection[key]` as of event `seq`: fetched once per event for all subscribers."""
+        future = self.memo(seq, (collection, key), lambda: asyncio.ensure_future(self.db[collection].find_one({"_id": key})))
+        if future.done():
+            if future.exception() is not None:
+                self._per_event.pop((seq, (collection, key)), None)
+            return future.result()
+        return await asyncio.shield(future)
