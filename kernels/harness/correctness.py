@@ -1,7 +1,14 @@
 """Correctness: fresh seeded inputs every round, outputs poisoned before each run, every output
-compared in fp32 against the oracle with |out − ref| ≤ atol + rtol·|ref|; an output passes when
-at least `min_matched_ratio` of its elements do. Any NaN or Inf, an all-zero output (when the
-oracle's is not), a wrong shape or dtype, or an exception fails the round."""
+compared in fp32 against the oracle with |out − ref| ≤ atol·s + rtol·|ref|, where s = max(1,
+RMS of the oracle's output) scales the absolute term to each output (the weight gradients sum
+over T tokens and grow like √T); an output passes when at least `min_matched_ratio` of its
+elements do. Any NaN or Inf, an all-zero output (when the oracle's is not), a wrong shape or
+dtype, or an exception fails the round.
+
+Why the scale: an implementation that rounds G = [GQ|GK|GV] differently (e.g. keeps it in fp32,
+which torch.compile may do) differs from the oracle by ~0.4%·RMS in every weight-gradient
+element; with a fixed atol, the elements near zero then fail the relative test (measured: ~15%
+of them), although the output is as accurate as the definition's."""
 
 from __future__ import annotations
 
@@ -90,12 +97,13 @@ def compare(name: str, out: Any, ref: Any, dtype: str, tol: Tolerance) -> Output
     if o.numel() > 0 and not bool(o.any()) and bool(r.any()):
         return OutputResult(name, False, 0.0, 0.0, f"{name}: all zero")
     err = (o - r).abs()
-    ok = err <= tol.atol + tol.rtol * r.abs()
+    scale = max(1.0, float(r.pow(2).mean().sqrt())) if r.numel() else 1.0
+    ok = err <= tol.atol * scale + tol.rtol * r.abs()
     ratio = float(ok.float().mean()) if ok.numel() else 1.0
     max_err = float(err.max()) if err.numel() else 0.0
     passed = ratio >= tol.min_matched_ratio
     failure = None if passed else (
-        f"{name}: {ratio:.4%} of elements within atol {tol.atol} + rtol {tol.rtol}·|ref| "
+        f"{name}: {ratio:.4%} of elements within atol {tol.atol}·{scale:.3g} + rtol {tol.rtol}·|ref| "
         f"(needs {tol.min_matched_ratio:.0%}); max |err| {max_err:.4g}"
     )
     return OutputResult(name, passed, ratio, max_err, failure)

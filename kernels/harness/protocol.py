@@ -43,7 +43,8 @@ def protocol_spec(settings: Settings) -> dict:
             "random tensors); outputs NaN-poisoned before each run (destination-passing variant, "
             "or the caching allocator's blocks for implementations that allocate); every output "
             "compared in fp32 against the oracle (G rounded to bf16 as defined, GEMMs in fp32): "
-            "an element passes if |out − ref| ≤ atol + rtol·|ref|, an output if ≥ minMatchedRatio "
+            "an element passes if |out − ref| ≤ atol·max(1, RMS(ref)) + rtol·|ref| (the absolute "
+            "term scaled per output), an output if ≥ minMatchedRatio "
             "of its elements pass; any NaN/Inf, an all-zero output, a wrong shape or dtype, or an "
             "exception fails the case."
         ),

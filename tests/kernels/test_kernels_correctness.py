@@ -116,3 +116,44 @@ def test_fresh_inputs_every_round():
     assert check.passed and len(check.rounds) == 3
     assert len(set(seen)) == 3
     assert len({r.seed for r in check.rounds}) == 3
+
+
+def test_different_rounding_of_g_passes_but_a_dropped_term_fails():
+    """Keeping G in fp32 (as torch.compile may) is as accurate as the definition and passes;
+    leaving out the key head's contribution, or one token's, fails."""
+    from kernels.ops.qkv_qknorm_backward.reference import _g_matrix
+
+    def g_fp32(**inp):
+        b, s, _ = inp["hidden_states"].shape
+        g, gqw, gkw = _g_matrix(inp["grad_query"], inp["grad_key"], inp["grad_value"],
+                                inp["q_norm_weight"], inp["k_norm_weight"], inp["q_rstd"],
+                                inp["k_rstd"], inp["q_normed"], inp["k_normed"])
+        g = g.float() * (1 + 2e-3 * torch.randn(g.shape, generator=torch.Generator().manual_seed(1)))
+        x = inp["hidden_states"].reshape(b * s, -1).float()
+        w = torch.cat([inp["q_weight"], inp["k_weight"], inp["v_weight"]]).float()
+        dw = (g.t() @ x).to(torch.bfloat16)
+        return ((g @ w).reshape(b, s, -1).to(torch.bfloat16), dw[:1024], dw[1024:1280], dw[1280:], gqw, gkw)
+
+    r = run_round(op=OP, call=g_fp32, call_out=None, batch=4, seq=64, seed=3, round_index=0,
+                  device="cpu", tol=Tolerance())
+    assert r.passed, r.failure
+
+    def no_key(**inp):
+        return reference(**dict(inp, grad_key=torch.zeros_like(inp["grad_key"])))
+
+    r = run_round(op=OP, call=no_key, call_out=None, batch=4, seq=64, seed=3, round_index=0,
+                  device="cpu", tol=Tolerance())
+    assert not r.passed and "grad_hidden_states" in r.failure
+
+    def one_token_lost(**inp):
+        gq = inp["grad_query"].clone()
+        gq[0, :, 5] = 0
+        gv = inp["grad_value"].clone()
+        gv[0, :, 5] = 0
+        gk = inp["grad_key"].clone()
+        gk[0, :, 5] = 0
+        return reference(**dict(inp, grad_query=gq, grad_key=gk, grad_value=gv))
+
+    r = run_round(op=OP, call=one_token_lost, call_out=None, batch=4, seq=64, seed=3, round_index=0,
+                  device="cpu", tol=Tolerance())
+    assert not r.passed

@@ -144,15 +144,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int BM = 2 * WM;            // CTA tile rows
   constexpr int A_BYTES = BM * kBK * 2;
   constexpr int B_BYTES = kBK * kBN * 2;
-  constexpr int STAGES = (WM == 64) ? 5 : 3;
+  constexpr int STAGES = (WM == 64) ? 6 : 4;
+  constexpr int NH = BM / 128;  // epilogue passes through the 128-row staging tile
   constexpr uint32_t STAGE_TX = A_BYTES + B_BYTES;
 
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* smem_a = smem;
   uint8_t* smem_b = smem + STAGES * A_BYTES;
-  uint8_t* smem_c = smem_b + STAGES * B_BYTES;  // bf16 output staging tile, BM x 128
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem_c + BM * kBN * 2);
+  uint8_t* smem_c = smem_b + STAGES * B_BYTES;  // bf16 output staging tile, 128 x 128
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem_c + 128 * kBN * 2);
   uint64_t* empty = full + STAGES;
   uint64_t* item_full = empty + STAGES;
   uint64_t* item_empty = item_full + 2;
@@ -348,66 +349,75 @@ __global__ void __launch_bounds__(kThreads, 1)
       named_barrier_sync(1, 256);  // last_flag is reused by the next item
     }
     if (store_tile) {
-      if (ctid == 0) bulk_wait_read0();  // the previous tile's store has read the staging buffer
-      named_barrier_sync(1, 256);
-      if (it.nsplit == 1) {
+      if (it.nsplit > 1) __threadfence();
+      // The tile goes out through a 128-row staging tile: one pass for BM = 128 (both
+      // warpgroups), two for BM = 256 (one warpgroup's 128 rows each).
 #pragma unroll
-        for (int r = 0; r < R; ++r)
+      for (int half = 0; half < NH; ++half) {
+        if (ctid == 0) bulk_wait_read0();  // the previous store has read the staging tile
+        named_barrier_sync(1, 256);
+        if (NH == 1 || wg == half) {
+          const int rbase = NH == 1 ? 0 : half * 128;
+          if (it.nsplit == 1) {
 #pragma unroll
-          for (int j = 0; j < 16; ++j)
-            stage_put(smem_c, wrow + r * 64, j, lane,
-                      make_float4(acc[r][4 * j], acc[r][4 * j + 1], acc[r][4 * j + 2], acc[r][4 * j + 3]));
-      } else {
-        __threadfence();
-        const float4* slots = reinterpret_cast<const float4*>(ws) +
-                              static_cast<int64_t>(it.tile) * it.nsplit * TILE_F4 + ctid;
+            for (int r = 0; r < R; ++r)
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-          float4 t[16];
+              for (int j = 0; j < 16; ++j)
+                stage_put(smem_c, wrow + r * 64 - rbase, j, lane,
+                          make_float4(acc[r][4 * j], acc[r][4 * j + 1], acc[r][4 * j + 2], acc[r][4 * j + 3]));
+          } else {
+            const float4* slots = reinterpret_cast<const float4*>(ws) +
+                                  static_cast<int64_t>(it.tile) * it.nsplit * TILE_F4 + ctid;
 #pragma unroll
-          for (int j = 0; j < 16; ++j) t[j] = make_float4(0.f, 0.f, 0.f, 0.f);
-          // Every piece (this one too) is read back from its partial, in split order, so the
-          // sum does not depend on which piece finished last; acc is dead here (registers).
-          for (int s = 0; s < it.nsplit; ++s) {
-            const float4* src = slots + static_cast<int64_t>(s) * TILE_F4 + r * 16 * 256;
-            constexpr int VB = R == 1 ? 8 : 4;  // loads in flight per batch (register budget)
+            for (int r = 0; r < R; ++r) {
+              float4 t[16];
 #pragma unroll
-            for (int jb = 0; jb < 16; jb += VB) {
-              float4 v[VB];
+              for (int j = 0; j < 16; ++j) t[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+              // Every piece (this one too) is read back from its partial, in split order, so
+              // the sum does not depend on which piece finished last.
+              for (int s = 0; s < it.nsplit; ++s) {
+                const float4* src = slots + static_cast<int64_t>(s) * TILE_F4 + r * 16 * 256;
+                constexpr int VB = R == 1 ? 8 : 4;  // loads in flight per batch (registers)
 #pragma unroll
-              for (int q = 0; q < VB; ++q) v[q] = __ldcg(src + (jb + q) * 256);
+                for (int jb = 0; jb < 16; jb += VB) {
+                  float4 v[VB];
 #pragma unroll
-              for (int q = 0; q < VB; ++q) {
-                t[jb + q].x += v[q].x; t[jb + q].y += v[q].y;
-                t[jb + q].z += v[q].z; t[jb + q].w += v[q].w;
+                  for (int q = 0; q < VB; ++q) v[q] = __ldcg(src + (jb + q) * 256);
+#pragma unroll
+                  for (int q = 0; q < VB; ++q) {
+                    t[jb + q].x += v[q].x; t[jb + q].y += v[q].y;
+                    t[jb + q].z += v[q].z; t[jb + q].w += v[q].w;
+                  }
+                }
               }
+#pragma unroll
+              for (int j = 0; j < 16; ++j) stage_put(smem_c, wrow + r * 64 - rbase, j, lane, t[j]);
             }
           }
-#pragma unroll
-          for (int j = 0; j < 16; ++j) stage_put(smem_c, wrow + r * 64, j, lane, t[j]);
         }
-      }
-      fence_proxy_async_shared();
-      named_barrier_sync(1, 256);
-      if (ctid == 0) {
-        const CUtensorMap* map;
-        int row0;
-        if (it.is_w) {
-          const int m0 = it.mt * BM;
-          map = m0 < 1024 ? &tm_dwq : (m0 < 1280 ? &tm_dwk : &tm_dwv);
-          row0 = m0 < 1024 ? m0 : (m0 < 1280 ? m0 - 1024 : m0 - 1280);
-        } else {
-          map = &tm_dx;
-          row0 = it.mt * BM;
-        }
+        fence_proxy_async_shared();
+        named_barrier_sync(1, 256);
+        if (ctid == 0) {
+          const CUtensorMap* map;
+          int row0;
+          if (it.is_w) {
+            const int m0 = it.mt * BM;
+            map = m0 < 1024 ? &tm_dwq : (m0 < 1280 ? &tm_dwk : &tm_dwv);
+            row0 = m0 < 1024 ? m0 : (m0 < 1280 ? m0 - 1024 : m0 - 1280);
+          } else {
+            map = &tm_dx;
+            row0 = it.mt * BM;
+          }
+          row0 += half * 128;
 #pragma unroll
-        for (int rb = 0; rb < BM / 64; ++rb) {
-          if (!it.is_w && row0 + rb * 64 >= p.tokens) break;  // rows past T: nothing to store
+          for (int rb = 0; rb < 2; ++rb) {
+            if (!it.is_w && row0 + rb * 64 >= p.tokens) break;  // rows past T: nothing to store
 #pragma unroll
-          for (int cb = 0; cb < 2; ++cb)
-            tma_store_2d(map, smem_c + (rb * 2 + cb) * kBox, it.nt * kBN + cb * 64, row0 + rb * 64);
+            for (int cb = 0; cb < 2; ++cb)
+              tma_store_2d(map, smem_c + (rb * 2 + cb) * kBox, it.nt * kBN + cb * 64, row0 + rb * 64);
+          }
+          bulk_commit();
         }
-        bulk_commit();
       }
     }
     if (rec && nrec < 8) tl[2 + 5 * nrec + 3] = globaltimer();
@@ -448,8 +458,8 @@ bool make_map(CUtensorMap* map, const void* ptr, int64_t rows, int64_t cols) {
 }
 
 int smem_bytes(int bm) {
-  const int stages = bm == 128 ? 5 : 3;
-  return stages * (bm * kBK * 2 + kBK * kBN * 2) + bm * kBN * 2 + 1024 + 256;
+  const int stages = bm == 128 ? 6 : 4;
+  return stages * (bm * kBK * 2 + kBK * kBN * 2) + 128 * kBN * 2 + 1024 + 256;
 }
 
 // Greedy longest-first assignment (what the dynamic scheduler approximates); returns makespan.
@@ -474,7 +484,7 @@ GemmPlan plan_for_bm(int tokens, int num_sms, int bm) {
   // first data, staging + TMA store); a split piece writes its fp32 partial (~100 GB/s from one
   // SM) and the last one reads all partials back (~150 GB/s).
   const double kb_us = bm == 128 ? 0.42 : 0.64;
-  const double item_us = bm == 128 ? 0.8 : 1.0;
+  const double item_us = bm == 128 ? 0.9 : 1.3;
   const double tile_bytes = static_cast<double>(bm) * kBN * 4;
   auto split_us = [&](int n) { return n > 1 ? tile_bytes / 100e9 * 1e6 + n * tile_bytes / 150e9 * 1e6 / 2 : 0.0; };
   GemmPlan best{};

@@ -13,7 +13,6 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kHeads = 6;  // 4 query heads, 1 key head, 1 value head
 constexpr int kD = 256;
 constexpr int kGCols = 1536;
-constexpr int kRowsPerWarp = 4;
 constexpr int kBlocksPerSm = 3;
 
 __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
@@ -115,9 +114,10 @@ __device__ __forceinline__ void row_store(const NormArgs& a, const Row& row, flo
   *dst = out;
 }
 
-// Each warp takes kRowsPerWarp consecutive rows (same head, consecutive tokens: contiguous
+// Each warp takes RPW consecutive rows (same head, consecutive tokens: contiguous
 // memory), issues all their loads before using any, and reduces the rows' dots together.
-__global__ void __launch_bounds__(kThreads, 3) norm_backward_kernel(NormArgs a) {
+template <int RPW>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm) norm_backward_kernel(NormArgs a) {
   __shared__ float red[kWarps][2 * kD];
   // The GEMM kernel (launched with programmatic stream serialization) may be scheduled now; it
   // waits for this grid's completion (griddepcontrol.wait) before reading anything we write.
@@ -138,20 +138,20 @@ __global__ void __launch_bounds__(kThreads, 3) norm_backward_kernel(NormArgs a) 
   for (int i = 0; i < 8; ++i) accq[i] = acck[i] = 0.f;
 
   const int rows = kHeads * tokens;
-  const int step = gridDim.x * kWarps * kRowsPerWarp;
-  for (int base = (blockIdx.x * kWarps + warp) * kRowsPerWarp; base < rows; base += step) {
-    Row rr[kRowsPerWarp];
+  const int step = gridDim.x * kWarps * RPW;
+  for (int base = (blockIdx.x * kWarps + warp) * RPW; base < rows; base += step) {
+    Row rr[RPW];
 #pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) rr[i] = load_row(a, base + i, tokens, lane);
-    float dot[kRowsPerWarp];
+    for (int i = 0; i < RPW; ++i) rr[i] = load_row(a, base + i, tokens, lane);
+    float dot[RPW];
 #pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) dot[i] = row_dot(rr[i], wq1, wk1, accq, acck);
+    for (int i = 0; i < RPW; ++i) dot[i] = row_dot(rr[i], wq1, wk1, accq, acck);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
 #pragma unroll
-      for (int i = 0; i < kRowsPerWarp; ++i) dot[i] += __shfl_xor_sync(0xffffffffu, dot[i], o);
+      for (int i = 0; i < RPW; ++i) dot[i] += __shfl_xor_sync(0xffffffffu, dot[i], o);
 #pragma unroll
-    for (int i = 0; i < kRowsPerWarp; ++i) row_store(a, rr[i], dot[i], wq1, wk1);
+    for (int i = 0; i < RPW; ++i) row_store(a, rr[i], dot[i], wq1, wk1);
   }
 
 #pragma unroll
@@ -180,16 +180,34 @@ __global__ void norm_weight_finalize_kernel(const float* __restrict__ partials, 
 
 }  // namespace
 
+// Rows per warp: 4 (all loads of 4 rows in flight) when that still fills the GPU, else fewer
+// rows per warp and more blocks.
+static int rows_per_warp(int tokens, int num_sms) {
+  const int64_t rows = static_cast<int64_t>(kHeads) * tokens;
+  const int64_t full = static_cast<int64_t>(num_sms) * kBlocksPerSm * kWarps;
+  if (rows >= full * 4) return 4;
+  if (rows >= full * 2) return 2;
+  return 1;
+}
+
 int norm_grid_size(int tokens, int num_sms) {
   const int64_t rows = static_cast<int64_t>(kHeads) * tokens;
-  const int64_t per_block = kWarps * kRowsPerWarp;
+  const int64_t per_block = kWarps * rows_per_warp(tokens, num_sms);
   const int64_t want = (rows + per_block - 1) / per_block;
   const int64_t cap = static_cast<int64_t>(num_sms) * kBlocksPerSm;
   return static_cast<int>(want < cap ? (want < 1 ? 1 : want) : cap);
 }
 
 cudaError_t launch_norm_backward(const NormArgs& a, int grid, cudaStream_t stream) {
-  norm_backward_kernel<<<grid, kThreads, 0, stream>>>(a);
+  int dev = 0, sms = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (err != cudaSuccess) return err;
+  switch (rows_per_warp(a.batch * a.seq, sms)) {
+    case 4: norm_backward_kernel<4><<<grid, kThreads, 0, stream>>>(a); break;
+    case 2: norm_backward_kernel<2><<<grid, kThreads, 0, stream>>>(a); break;
+    default: norm_backward_kernel<1><<<grid, kThreads, 0, stream>>>(a); break;
+  }
   return cudaGetLastError();
 }
 
