@@ -9,16 +9,14 @@ turns a fatal source error (host unreachable, kernel list unusable) into exit co
 Per kernel: fetch and parse its detail, normalize its OperationSpec and WorkloadSuite, fetch
 every page of submissions, parse and normalize each record. A bad kernel, page or record is
 rejected with its reason and the rest goes on. Runs are published in batches of about
-`batch_size` (whole kernels; snapshots first) by a background writer, so the database writes one
-batch while the next is read and normalized. With `dry_run` nothing is written (the database is not even touched) and the
+`batch_size` (whole kernels, so a comparison group is re-ranked once; snapshots first). With
+`dry_run` nothing is written (the database is not even touched) and the
 report carries the plan.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -26,16 +24,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from loaders.sol_execbench.discover import discover
-from loaders.sol_execbench.fetch import FetchError, Response, Source, fetch_kernel, fetch_submission_pages, open_source
-from loaders.sol_execbench.normalize import (
-    Rejected,
-    RunManifests,
-    Skipped,
-    normalize_kernel,
-    normalize_submission,
-)
+from loaders.sol_execbench.fetch import FetchError, Source, fetch_kernel, fetch_submission_pages, open_source
+from loaders.sol_execbench.normalize import Rejected, Skipped, normalize_kernel, normalize_submission
 from loaders.sol_execbench.parse import ParseError, parse_kernel, parse_submission, record_label
-from loaders.sol_execbench.publish import Batch, BatchWriter
+from loaders.sol_execbench.publish import Batch, keep_snapshots, publish_runs
 from loaders.sol_execbench.report import ImportReport, KernelPlan, print_report
 from registry.digest import sha256_digest
 
@@ -66,7 +58,6 @@ async def run_import(
     source = source or open_source(snapshot_dir=snapshot_dir, base_url=base_url)
     report = ImportReport(source=source.describe(), dry_run=dry_run)
     started = time.perf_counter()
-    writer = None
     try:
         found = await discover(source, kernel_ids=kernels)
         report.kernels_listed = len(found.listed)
@@ -82,42 +73,36 @@ async def run_import(
             TextColumn("kernels · {task.fields[runs]} runs"),
             TimeElapsedColumn(),
         )
-        async with AsyncExitStack() as stack:
-            if not dry_run:
-                writer = await stack.enter_async_context(BatchWriter(db))
-            progress = stack.enter_context(
-                Progress(*columns, console=console, transient=False, disable=not show_progress)
-            )
+        with Progress(*columns, console=console, transient=False, disable=not show_progress) as progress:
             task = progress.add_task("SOL-ExecBench", total=len(found.selected), runs=0)
             for summary in found.selected:
                 progress.update(task, description=f"kernel {summary.id}")
                 await _import_kernel(source, summary.id, report, batch, limit)
                 if len(batch.runs) >= batch_size:
-                    await _hand_over(writer, batch, report)
+                    await _flush(db, batch, report)
                     batch = Batch()
                 progress.update(task, advance=1, runs=report.parsed)
-            await _hand_over(writer, batch, report)
+            await _flush(db, batch, report)
             progress.update(task, description="SOL-ExecBench")
     finally:
         await source.aclose()
     report.seconds = time.perf_counter() - started
-    if writer is not None:
-        report.snapshots_saved = writer.tally.snapshots_saved
-        for status, count in writer.tally.outcomes.items():
-            setattr(report, status, count)
-        # Reading and writing overlap: these are busy times, not slices of the wall time.
-        report.phase_seconds["fetch, parse, normalize"] = report.seconds - writer.waited_seconds
-        report.phase_seconds["write snapshots"] = writer.tally.snapshot_seconds
-        report.phase_seconds["publish_many"] = writer.tally.publish_seconds
-    else:
-        report.phase_seconds["fetch, parse, normalize"] = report.seconds
+    report.phase_seconds["fetch, parse, normalize"] = report.seconds - sum(report.phase_seconds.values())
     return report
 
 
-async def _hand_over(writer: BatchWriter | None, batch: Batch, report: ImportReport) -> None:
+async def _flush(db: AsyncDatabase | None, batch: Batch, report: ImportReport) -> None:
+    """Write one batch: its snapshots, then its runs. In a dry run, only count."""
     report.snapshots_seen += len({sha256_digest(r.body) for r in batch.responses})
-    if writer is not None:
-        await writer.put(batch)
+    if report.dry_run:
+        return
+    started = time.perf_counter()
+    report.snapshots_saved += await keep_snapshots(db, batch.responses)
+    report.phase_seconds["write snapshots"] += time.perf_counter() - started
+    started = time.perf_counter()
+    for outcome in await publish_runs(db, batch.runs):
+        setattr(report, outcome.status, getattr(report, outcome.status) + 1)
+    report.phase_seconds["publish_many"] += time.perf_counter() - started
 
 
 async def _import_kernel(
@@ -151,7 +136,6 @@ async def _import_kernel(
             break
         if fetched.response is not None:
             batch.responses.append(fetched.response)
-        await asyncio.sleep(0)  # let the batch writer send its next command
         if fetched.error is not None:
             report.reject(f"{subject} submissions offset {fetched.offset}", fetched.error)
             continue
