@@ -11,7 +11,12 @@ WebSocket (graphql-transport-ws), from the event log.
 - At most MAX_SUBSCRIPTIONS_PER_CONNECTION operations run at once on one connection; one more is
   answered with an `error` message, code TOO_MANY_SUBSCRIPTIONS.
 - The WebSocket context lives as long as the connection, so each delivered event gets fresh
-  DataLoaders (nothing is cached from one event to the next).
+  DataLoaders (nothing is cached from one event to the next; within one event, the process's
+  deliveries share them).
+- Identical live public subscriptions (same document, variables and caller; no `after`) run as
+  one execution per process whose serialized result goes to each subscriber; a shared subscriber
+  more than MAX_SHARED_BACKLOG results behind is dropped with code SLOW_CONSUMER (it resumes
+  with `after`). Subscriptions over HTTP are refused with code WEBSOCKET_REQUIRED.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import json
 import logging
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import strawberry
@@ -31,9 +36,9 @@ from graphql import FieldNode, GraphQLError, NullValueNode, OperationDefinitionN
 from graphql import OperationType as GraphQLOperationType
 from starlette.websockets import WebSocket
 from strawberry.extensions import SchemaExtension
-from strawberry.types.graphql import OperationType
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler, Operation
 from strawberry.types.execution import ExecutionResult, PreExecutionError
+from strawberry.types.graphql import OperationType
 from strawberry.utils.aio import aclosing
 
 from resolvers import ids
@@ -80,6 +85,9 @@ class SubscriptionLimitHandler(BaseGraphQLTransportWSHandler):
             await self.send_message({"id": message["id"], "type": "error", "payload": [error.formatted]})
             return
         payload = message["payload"]
+        if not isinstance(payload, dict):
+            await super().handle_subscribe(message)
+            return
         key = share_key(payload.get("query"), payload.get("variables"), payload.get("operationName"), self.context)
         if key is None:
             await super().handle_subscribe(message)
@@ -310,7 +318,8 @@ def _hub(info: Info) -> EventHub:
     request = info.context.request
     hub = getattr(getattr(getattr(request, "app", None), "state", None), "event_hub", None)
     if hub is None or not hub.running:
-        raise ClientError("subscriptions are not available on this server", code="SUBSCRIPTIONS_UNAVAILABLE")
+        reason = getattr(hub, "unavailable", None) or "event delivery is not running"
+        raise ClientError(f"subscriptions are not available on this server ({reason})", code="SUBSCRIPTIONS_UNAVAILABLE")
     return hub
 
 
@@ -335,6 +344,7 @@ def _fresh_loaders(info: Info, hub: EventHub, seq: int) -> Loaders:
     event and process, shared by that event's deliveries (which then batch their look-ups)."""
     loaders = hub.memo(seq, "loaders", lambda: Loaders(info.context.db))
     info.context.loaders = loaders
+    info.context.now = datetime.now(UTC)
     return loaders
 
 

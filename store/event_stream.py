@@ -18,7 +18,10 @@ which fixes the watermark W at that instant: every event the hub releases afterw
 the `events` collection (the backlog), in order; then the queue is drained. A queue that
 overflows is cleared and marked; its subscriber re-registers (a new watermark) and reads the
 missed stretch from the collection again, so a slow consumer costs round trips, not events.
-A given-up number whose event does commit later ("late") is released on arrival, out of order.
+A given-up number whose event does commit later ("late") is released on arrival, out of order;
+numbers missing just below the newest stored event when the hub starts count as given up.
+If the change stream breaks it is resumed from its last token; if that point is gone, the hub
+reopens it and reads what followed its watermark from the collection.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import PyMongoError
+from pymongo.errors import OperationFailure, PyMongoError
 
 log = logging.getLogger("kernelindex.events")
 
@@ -146,14 +149,30 @@ class EventHub:
     _running: bool = False
     _per_event: OrderedDict = field(default_factory=OrderedDict)  # (seq, name) -> value; see memo()
     released: int = 0  # events released to subscribers since start (for tests and metrics)
+    unavailable: str | None = None  # why the hub is off, when it could not start
 
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Open the change stream (so nothing inserted after this returns is missed)."""
-        stream = await self._open(None)
-        newest = await self.db.events.find_one({}, {"seq": 1}, sort=[("seq", -1)])
-        self.watermark = newest["seq"] if newest else 0
+        """Open the change stream (so nothing inserted after this returns is missed). A server
+        without change streams (a standalone mongod) leaves the hub off: subscriptions then answer
+        SUBSCRIPTIONS_UNAVAILABLE, and everything else works."""
+        try:
+            stream = await self._open(None)
+        except OperationFailure as error:
+            self.unavailable = f"change streams are not available on this database server: {error}"
+            log.warning("event delivery is off: %s", self.unavailable)
+            return
+        # The watermark starts at the newest stored event. Numbers missing just below it may be
+        # reserved by a writer that has not committed yet: they count as given up, so that they
+        # are still released if they arrive.
+        recent = await self.db.events.find({}, {"seq": 1, "_id": 0}).sort("seq", -1).limit(MAX_REMEMBERED_SKIPS).to_list()
+        seqs = {doc["seq"] for doc in recent}
+        if seqs:
+            self.watermark = max(seqs)
+            for seq in range(min(seqs) + 1, self.watermark):
+                if seq not in seqs:
+                    self.skipped[seq] = None
         self._running = True
         self._task = asyncio.create_task(self._run(stream), name="kernelindex-event-hub")
 
@@ -179,7 +198,7 @@ class EventHub:
         return await self.db.events.watch(pipeline, resume_after=resume_token)
 
     async def _run(self, stream) -> None:
-        token = None
+        token = stream.resume_token
         while self._running:
             try:
                 async with stream:
@@ -196,9 +215,32 @@ class EventHub:
             while self._running and stream is None:
                 try:
                     stream = await self._open(token)
+                except OperationFailure as error:
+                    # The resume point is gone (e.g. history rolled over): start afresh and read
+                    # what came after the watermark from the collection instead.
+                    log.warning("cannot resume the event change stream (%s); catching up from the log", error)
+                    try:
+                        stream = await self._open(None)
+                        await self._catch_up()
+                    except PyMongoError as again:
+                        log.warning("cannot reopen the event change stream (%s); retrying", again)
+                        stream = None
+                        await asyncio.sleep(1.0)
                 except PyMongoError as error:
                     log.warning("cannot reopen the event change stream (%s); retrying", error)
                     await asyncio.sleep(1.0)
+            if stream is not None:
+                token = stream.resume_token
+
+    async def _catch_up(self) -> None:
+        after = self.watermark
+        while True:
+            page = await self.db.events.find({"seq": {"$gt": after}}).sort("seq", 1).limit(REPLAY_PAGE).to_list()
+            for event in page:
+                self._receive(event)
+            if len(page) < REPLAY_PAGE:
+                return
+            after = page[-1]["seq"]
 
     # ------------------------------------------------------------ ordering
 
@@ -207,9 +249,11 @@ class EventHub:
         if not isinstance(seq, int):
             return
         if seq <= self.watermark:
-            # Behind the watermark: a number given up earlier whose insert committed late.
-            self.skipped.pop(seq, None)
-            self._release(event, late=True)
+            # Behind the watermark: a number given up earlier whose insert committed late is
+            # released now; anything else was released already (a resumed stream repeating it).
+            if seq in self.skipped:
+                del self.skipped[seq]
+                self._release(event, late=True)
             return
         self._pending[seq] = event
         self._drain()
@@ -249,7 +293,7 @@ class EventHub:
     @contextlib.contextmanager
     def subscribe(self, flt: EventFilter):
         if not self._running:
-            raise StreamUnavailable("event delivery is not running on this server")
+            raise StreamUnavailable(self.unavailable or "event delivery is not running on this server")
         sub = Subscription(self, flt, asyncio.Queue(maxsize=self.queue_size))
         sub._arm()
         self._by_type.setdefault(flt.type, set()).add(sub)

@@ -95,3 +95,39 @@ async def test_an_event_inserted_by_another_client_reaches_the_hub(db, hub, mong
             assert await _take(source, 1) == [2]
     finally:
         await other.close()
+
+
+async def test_a_number_missing_at_start_up_is_still_delivered_when_it_commits(db):
+    await _insert(db, 1, 3)  # 2 is reserved by a writer that has not committed yet
+    hub = EventHub(db, gap_timeout_s=0.3)
+    await hub.start()
+    try:
+        assert hub.watermark == 3 and 2 in hub.skipped
+        with hub.subscribe(EventFilter.of("run.published")) as sub:
+            source = sub.events(None)
+            await _insert(db, 2, 4)
+            assert await _take(source, 2) == [2, 4]
+            hub._receive(await db.events.find_one({"seq": 2}))  # a resumed stream repeating it: dropped
+            await _insert(db, 5)
+            assert await _take(source, 1) == [5]
+    finally:
+        await hub.stop()
+
+
+async def test_without_change_streams_the_hub_stays_off_and_says_why(db, monkeypatch):
+    from pymongo.errors import OperationFailure
+
+    from store.event_stream import StreamUnavailable
+
+    hub = EventHub(db)
+
+    async def no_change_streams(token):
+        raise OperationFailure("The $changeStream stage is only supported on replica sets", code=40573)
+
+    monkeypatch.setattr(hub, "_open", no_change_streams)
+    await hub.start()
+    assert not hub.running and "replica sets" in hub.unavailable
+    with pytest.raises(StreamUnavailable, match="replica sets"):
+        with hub.subscribe(EventFilter.of("run.published")):
+            pass
+    await hub.stop()
