@@ -7,7 +7,9 @@ starts SecantusDB (`secantusd-py`) on a temporary directory and a free port unle
 is set, then imports twice through `loaders.sol_execbench.cli.run_import`: a first import into an
 empty database and an unchanged re-import, whose write commands are counted with PyMongo command
 monitoring (there must be none). Prints runs per second against the targets (first import
-≥ 1,000 runs/s, re-import ≥ 5,000 runs/s) and where the time went.
+≥ 1,000 runs/s, re-import ≥ 5,000 runs/s), where the time went, the CPU seconds of this process
+and of the database server, and the machine's load average (other work on a shared 2-core
+machine slows both down; CPU seconds are the steadier figure).
 """
 
 from __future__ import annotations
@@ -59,6 +61,17 @@ class WriteCounter(monitoring.CommandListener):
         pass
 
 
+def process_cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of another process (the database server), from /proc."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def make_snapshot(root: Path, kernels: int, per_kernel: int, seed: int = 7) -> int:
     """Synthetic pages for `kernels` kernels with `per_kernel` submissions each; every submission
     has a latency, so every one becomes a run: mostly passed, some incorrect, disqualified or
@@ -94,7 +107,7 @@ def make_snapshot(root: Path, kernels: int, per_kernel: int, seed: int = 7) -> i
     return next_id - 1_000_000
 
 
-async def bench(snapshot: Path, uri: str, expected_runs: int) -> list[dict]:
+async def bench(snapshot: Path, uri: str, expected_runs: int, server_pid: int | None = None) -> list[dict]:
     counter = WriteCounter()
     client = make_client(uri, event_listeners=[counter])
     db = client[f"bench_{uuid.uuid4().hex[:8]}"]
@@ -103,7 +116,12 @@ async def bench(snapshot: Path, uri: str, expected_runs: int) -> list[dict]:
     try:
         for phase in TARGETS:
             counter.count, counter.by_command = 0, {}
+            load_before = os.getloadavg()[0]
+            client_cpu, server_cpu = time.process_time(), process_cpu_seconds(server_pid)
             report = await run_import(db, snapshot_dir=snapshot, console=Console(file=io.StringIO()))
+            client_cpu = time.process_time() - client_cpu
+            if server_cpu is not None:
+                server_cpu = process_cpu_seconds(server_pid) - server_cpu
             assert report.parsed == expected_runs, (report.parsed, report.rejected[:3], report.skipped[:3])
             rows.append(
                 {
@@ -117,6 +135,9 @@ async def bench(snapshot: Path, uri: str, expected_runs: int) -> list[dict]:
                     "writes": counter.count,
                     "writes by command": dict(counter.by_command),
                     "phases": dict(report.phase_seconds),
+                    "client cpu": client_cpu,
+                    "server cpu": server_cpu,
+                    "load": f"{load_before:.1f} → {os.getloadavg()[0]:.1f}",
                 }
             )
         groups = await db.comparison_groups.count_documents({})
@@ -130,7 +151,9 @@ async def bench(snapshot: Path, uri: str, expected_runs: int) -> list[dict]:
 
 def print_table(rows: list[dict], console: Console) -> None:
     table = Table(title="SOL-ExecBench import benchmark")
-    for column in ("phase", "runs", "new", "unchanged", "seconds", "runs/s", "target", "ok", "write commands"):
+    columns = ("phase", "runs", "new", "unchanged", "seconds", "runs/s", "target", "ok", "write commands",
+               "CPU s: loader / db", "load avg")
+    for column in columns:
         table.add_column(column, justify="left" if column == "phase" else "right")
     for row in rows:
         if "phase" not in row:
@@ -146,6 +169,8 @@ def print_table(rows: list[dict], console: Console) -> None:
             f"≥ {row['target']:,}",
             "yes" if ok else "NO",
             f"{row['writes']:,}",
+            f"{row['client cpu']:.1f} / " + ("-" if row["server cpu"] is None else f"{row['server cpu']:.1f}"),
+            row["load"],
         )
     console.print(table)
     phases = Table(title="Where the time went (seconds)")
@@ -170,7 +195,7 @@ def main() -> int:
     parser.add_argument("--submissions", type=int, default=200)
     parser.add_argument("--keep", type=Path, help="write the synthetic snapshot here and keep it")
     args = parser.parse_args()
-    console = Console(width=140)
+    console = Console(width=160)
 
     with tempfile.TemporaryDirectory(prefix="kernelindex-bench-") as temp:
         snapshot = args.keep or Path(temp) / "synthetic-sol-execbench"
@@ -184,7 +209,7 @@ def main() -> int:
         else:
             with EmbeddedServer(Path(temp) / "db") as server:
                 console.print(f"database: embedded SecantusDB at {server.uri} (data in a temp dir)")
-                rows = asyncio.run(bench(snapshot, server.uri, runs))
+                rows = asyncio.run(bench(snapshot, server.uri, runs, server.process.pid))
     print_table(rows, console)
     missed = [r for r in rows if "phase" in r and (r["runs/s"] < r["target"] or (r["phase"] != "first import" and r["writes"]))]
     return 1 if missed else 0
