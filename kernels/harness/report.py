@@ -167,7 +167,9 @@ def chart(records: dict[str, ImplRecord], path: Path, title: str) -> bool:
         ys = [rec.cases[i].median_ns / 1000 if rec.cases[i].median_ns else float("nan") for i in order]
         if all(math.isnan(y) for y in ys):
             continue
-        ax.plot(xs, ys, marker="o", label=name)
+        main = name == "ext"
+        ax.plot(xs, ys, marker="o", label=name, linewidth=2.6 if main else 1.4, zorder=5 if main else 3,
+                alpha=1.0 if main or name in ("reference", "compile") else 0.6)
     sols = [any_rec.cases[i].sol_ns for i in order]
     if all(sols):
         ax.plot(xs, [s / 1000 for s in sols], "k--", label="SOL bound")
