@@ -168,6 +168,15 @@ async def _wait_line(proc: subprocess.Popen, token: str, timeout: float) -> None
     raise SystemExit(f"timed out waiting for {token}")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc), 0 where unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -176,7 +185,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-async def bench(args: argparse.Namespace, uri: str) -> int:
+async def bench(args: argparse.Namespace, uri: str, db_pid: int | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
@@ -232,6 +241,8 @@ async def bench(args: argparse.Namespace, uri: str) -> int:
         await warm
         console.print(f"{args.subscribers} subscribers live on {args.servers} servers after {time.monotonic() - connect_started:.1f} s")
 
+        groups = {"servers": [p.pid for p in servers], "clients": [p.pid for p in clients], "database": [db_pid] if db_pid else [], "publisher": [os.getpid()]}
+        cpu_before = {name: sum(cpu_seconds(pid) for pid in pids) for name, pids in groups.items()}
         published: dict[str, float] = {}
         publish_ms: list[float] = []
         for i in range(args.runs):
@@ -242,6 +253,7 @@ async def bench(args: argparse.Namespace, uri: str) -> int:
             published[bundle.run.metadata.name] = t0
             await asyncio.sleep(args.interval)
         publishing_s = sum(publish_ms) / 1000 + args.interval * args.runs
+        cpu_used = {name: sum(cpu_seconds(pid) for pid in pids) - cpu_before[name] for name, pids in groups.items()}
 
         await asyncio.gather(*(_wait_line(proc, "DONE", args.timeout) for proc in clients))
         receipts = [(c, i, name, t) for c, path in enumerate(outputs) for i, name, t in json.loads(path.read_text())]
@@ -267,6 +279,7 @@ async def bench(args: argparse.Namespace, uri: str) -> int:
             table.add_row(f"latency p{q}", f"{percentile(latencies, q):.1f} ms")
         table.add_row("latency max", f"{max(latencies, default=float('nan')):.1f} ms")
         table.add_row("duplicates", str(duplicates))
+        table.add_row("CPU s while publishing", ", ".join(f"{name} {cpu_used[name]:.1f}" for name in groups if groups[name]) + f" (of {publishing_s:.0f} s wall)")
         table.add_row("target", "100 % delivered, p99 ≤ 250 ms")
         console.print(table)
         ok = delivered == expected and duplicates == 0 and percentile(latencies, 99) <= 250
@@ -310,7 +323,7 @@ def main() -> int:
     from gateway.embedded import EmbeddedServer
 
     with EmbeddedServer(":memory:") as server:
-        return asyncio.run(bench(args, server.uri))
+        return asyncio.run(bench(args, server.uri, server.process.pid))
 
 
 if __name__ == "__main__":

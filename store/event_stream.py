@@ -46,6 +46,7 @@ REPLAY_PAGE = 200  # events per backlog read
 DEFAULT_QUEUE_SIZE = 1000  # events a subscriber may fall behind before it re-reads the log
 DEFAULT_GAP_TIMEOUT_S = 0.5
 MAX_REMEMBERED_SKIPS = 1000
+DEFAULT_POLL_PAUSE_S = 0.01  # after an empty change-stream batch
 
 
 class StreamUnavailable(RuntimeError):
@@ -140,6 +141,7 @@ class EventHub:
     db: AsyncDatabase
     queue_size: int = DEFAULT_QUEUE_SIZE
     gap_timeout_s: float = DEFAULT_GAP_TIMEOUT_S
+    poll_pause_s: float = DEFAULT_POLL_PAUSE_S
     watermark: int = 0
     skipped: OrderedDict = field(default_factory=OrderedDict)  # seq -> None, oldest first
     _pending: dict[int, Doc] = field(default_factory=dict)
@@ -202,7 +204,14 @@ class EventHub:
         while self._running:
             try:
                 async with stream:
-                    async for change in stream:
+                    while stream.alive:
+                        change = await stream.try_next()
+                        if change is None:
+                            # An empty batch. Some servers (SecantusDB) end a waiting getMore on
+                            # a write to any collection; pausing briefly before the next one
+                            # turns a burst of writes into a few wake-ups instead of one each.
+                            await asyncio.sleep(self.poll_pause_s)
+                            continue
                         token = change["_id"]
                         self._receive(change["fullDocument"])
             except asyncio.CancelledError:
