@@ -24,7 +24,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from loaders.sol_execbench.discover import discover
-from loaders.sol_execbench.fetch import FetchError, Source, fetch_kernel, fetch_submission_pages, open_source
+from loaders.sol_execbench.fetch import (
+    FetchError,
+    Source,
+    SourceUnreachable,
+    fetch_kernel,
+    fetch_submission_pages,
+    open_source,
+)
 from loaders.sol_execbench.normalize import Rejected, Skipped, normalize_kernel, normalize_submission
 from loaders.sol_execbench.parse import ParseError, parse_kernel, parse_submission, record_label
 from loaders.sol_execbench.publish import Batch, keep_snapshots, publish_runs
@@ -75,9 +82,16 @@ async def run_import(
         )
         with Progress(*columns, console=console, transient=False, disable=not show_progress) as progress:
             task = progress.add_task("SOL-ExecBench", total=len(found.selected), runs=0)
-            for summary in found.selected:
+            for position, summary in enumerate(found.selected):
                 progress.update(task, description=f"kernel {summary.id}")
-                await _import_kernel(source, summary.id, report, batch, limit)
+                try:
+                    await _import_kernel(source, summary.id, report, batch, limit)
+                except SourceUnreachable as error:
+                    # Keep what is complete (whole runs), report the rest, stop asking.
+                    rest = len(found.selected) - position - 1
+                    subject = f"kernel {summary.id}" + (f" and the {rest} kernels after it" if rest else "")
+                    report.reject(subject, f"source unreachable: {error}")
+                    break
                 if len(batch.runs) >= batch_size:
                     await _flush(db, batch, report)
                     batch = Batch()
@@ -112,6 +126,8 @@ async def _import_kernel(
     subject = f"kernel {kernel_id}"
     try:
         response = await fetch_kernel(source, kernel_id)
+    except SourceUnreachable:
+        raise
     except FetchError as error:
         if error.response is not None:
             batch.responses.append(error.response)

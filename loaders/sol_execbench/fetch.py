@@ -9,7 +9,8 @@ exact bytes) that `publish.keep_snapshots` stores as an immutable source snapsho
 
 `HttpSource` retries timeouts, connection errors, 429 and 5xx with exponential backoff (a
 `Retry-After` header wins, up to `max_wait`). Anything else non-2xx, or a retry budget spent,
-is a `FetchError` for that one request; `SourceUnreachable` when the host never answered.
+is a `FetchError` for that one request; `SourceUnreachable` when no attempt could even connect
+(the import then stops: the kernel list is fatal, later kernels are reported, not tried).
 
 `SnapshotDirSource` reads the same responses from files laid out as described in README.md.
 """
@@ -53,7 +54,7 @@ class FetchError(Exception):
 
 
 class SourceUnreachable(FetchError):
-    """No answer at all from the host (DNS, refused connection, timeouts on every attempt)."""
+    """No connection to the host on any attempt (DNS, refused, connect timeout)."""
 
 
 def request_url(base_url: str, path: str, params: dict[str, int] | None = None) -> str:
@@ -96,18 +97,22 @@ class HttpSource:
     async def get(self, path: str, params: dict[str, int] | None = None) -> Response:
         url = request_url(self.base_url, path, params)
         reason = "no attempt made"
-        answered = False
+        connected = False  # a timeout while reading still means the host is there
         last: Response | None = None
         for attempt in range(1, self.attempts + 1):
             wait = min(self.max_wait, self.backoff * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
             try:
                 reply = await self._client.get(url)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+                reason = f"cannot connect to {urlsplit(url).netloc}: {error or type(error).__name__}"
             except httpx.TimeoutException:
+                connected = True
                 reason = f"timed out after {self.timeout:g}s"
             except httpx.TransportError as error:
-                reason = f"cannot connect to {urlsplit(url).netloc}: {error or type(error).__name__}"
+                connected = True
+                reason = f"{type(error).__name__}: {error}"
             else:
-                answered = True
+                connected = True
                 last = Response(url, datetime.now(UTC), reply.status_code, reply.content)
                 if reply.is_success:
                     return last
@@ -120,7 +125,7 @@ class HttpSource:
             if attempt < self.attempts:
                 await asyncio.sleep(wait)
         reason = f"{reason} (gave up after {self.attempts} attempts)"
-        if not answered:
+        if not connected:
             raise SourceUnreachable(url, reason)
         raise FetchError(url, reason, last)
 
@@ -224,12 +229,15 @@ async def fetch_submission_pages(source: Source, kernel_id: int) -> AsyncIterato
     The next offset is this page's offset plus its record count, until `total` is reached. A
     page that fails is reported and skipped by `page_size` records when the total is already
     known; when the first page fails the rest cannot be located and iteration stops.
+    `SourceUnreachable` (no answer at all) propagates.
     """
     offset, total, step = 0, None, source.page_size
     while total is None or offset < total:
         params = {"kernel_id": kernel_id, "offset": offset, "limit": source.page_size}
         try:
             response = await source.get("/submissions", params)
+        except SourceUnreachable:
+            raise  # the host is gone: no point in asking for the next page
         except FetchError as error:
             yield PageFetch(offset, error.response, error=error.reason)
             if total is None:

@@ -96,6 +96,9 @@ class SnapshotServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        if self._thread is None:
+            return  # already stopped
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+        self._thread = None

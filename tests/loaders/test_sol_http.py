@@ -103,3 +103,25 @@ async def test_unreachable_host_is_a_clear_error(db):
     assert code == 2
     assert "SOL-ExecBench import failed" in console.file.getvalue()
     assert await db.runs.count_documents({}) == 0
+
+
+class StopsServingAt(HttpSource):
+    """A client of `server` that shuts the server down when it is about to ask for `path`."""
+
+    def __init__(self, server: SnapshotServer, path: str):
+        super().__init__(server.base_url, timeout=0.3, attempts=3, backoff=0.01)
+        self.server, self.path = server, path
+
+    async def get(self, path, params=None):
+        if path == self.path:
+            self.server.__exit__()
+        return await super().get(path, params)
+
+
+async def test_a_host_that_goes_away_ends_the_import_keeping_whole_runs(db, snapshot):
+    with SnapshotServer(snapshot) as server:
+        report = await run_import(db, source=StopsServingAt(server, "/kernels/902"), console=quiet())
+    ((subject, reason),) = [(p.subject, p.reason) for p in report.rejected]
+    assert subject == "kernel 902"
+    assert reason.startswith("source unreachable: ") and "cannot connect to 127.0.0.1" in reason
+    assert report.new == 61 and await db.runs.count_documents({}) == 61
