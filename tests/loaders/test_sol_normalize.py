@@ -16,7 +16,9 @@ from tests.loaders import synthetic
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = REPO / "data" / "snapshots" / "sol-execbench"
-SEED = Path("/work/shared/seed/run-record-37369.txt")
+SHARED = REPO.parent / "shared"  # the read-only shared docs beside the checkout
+SEED = SHARED / "seed" / "run-record-37369.txt"
+FACTS = SHARED / "data" / "sol-execbench" / "051_cases_b200_api_facts.json"
 SEED_PROTOCOL = "sha256:6383f62490dad270ad2146a94f67b48fba5cfcbc0b9b180f02665c69cc4433a0"
 SEED_ENVIRONMENT = "sha256:f304afb2fedab4bbeadf8ac36a990ff517ab6e824dfe5a3ee0fe46259ff5e39f"
 SEED_RUN = "sha256:3c2100b045792938b030dc99e62585550012b982921e377090ef1d6ec04d9c56"
@@ -97,9 +99,7 @@ def test_bundled_kernel_51_keeps_only_the_baseline_digest():
         "grad_q_norm_weight", "grad_k_norm_weight",
     }
     suite = kernel.workload.to_json()["spec"]
-    facts = json.loads(Path("/work/shared/data/sol-execbench/051_cases_b200_api_facts.json").read_text()) if Path(
-        "/work/shared/data/sol-execbench/051_cases_b200_api_facts.json"
-    ).exists() else None
+    facts = json.loads(FACTS.read_text()) if FACTS.exists() else None
     assert len(suite["cases"]) == 16
     assert suite["correctness"] == {
         "comparator": "sol_execbench_eval",
