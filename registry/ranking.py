@@ -7,6 +7,7 @@ call two runs tied when their difference is inside the measured noise.
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Literal
 
@@ -53,13 +54,21 @@ def rank_value(rule: RankRule, run: BenchmarkRunSpec) -> tuple[float | None, flo
 
 
 def _noise_ns(run: BenchmarkRunSpec) -> float:
-    """Half the interquartile range of the suite's per-case spread, summed relative to the
-    aggregate: a conservative band inside which two suite aggregates cannot be told apart."""
-    p25 = run.timing.latencyNs.get("p25")
-    p75 = run.timing.latencyNs.get("p75")
+    """Half the interquartile range, as measured: from the run's own p25/p75 when it reports
+    them, else from its per-case raw samples (mean relative half-IQR, applied to the aggregate)."""
+    timing = run.timing.latencyNs
+    p25, p75 = timing.get("p25"), timing.get("p75")
     if p25 is not None and p75 is not None and p75 >= p25:
         return (p75 - p25) / 2
-    return 0.0
+    spreads = []
+    for case in run.cases:
+        if len(case.samplesNs) >= 4:
+            q1, median, q3 = statistics.quantiles(case.samplesNs, n=4)
+            if median > 0:
+                spreads.append((q3 - q1) / 2 / median)
+    if not spreads:
+        return 0.0
+    return timing[run.timing.primaryStatistic] * sum(spreads) / len(spreads)
 
 
 def rank_entries(rule: RankRule, entries: list[Entry]) -> dict[str, int | None]:

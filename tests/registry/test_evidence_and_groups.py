@@ -1,3 +1,5 @@
+import pytest
+
 from registry.comparison import group_identity
 from registry.evidence import EvidenceLevel, derive_evidence_level
 from registry.manifests import ImplementationRevisionSpec
@@ -58,3 +60,20 @@ def test_controlled_rule_ties_inside_noise():
     rule = RankRule(metric="median", order="asc", noise_aware=True)
     ranks = rank_entries(rule, [Entry("fast", 100.0, noise=3.0), Entry("close", 102.0, noise=1.0), Entry("slow", 150.0, noise=1.0)])
     assert ranks == {"fast": 1, "close": 1, "slow": 3}
+
+
+def test_noise_comes_from_the_runs_own_samples():
+    from registry.manifests import BenchmarkRunSpec
+    from registry.ranking import rank_value
+
+    digest = "sha256:" + "4" * 64
+    case = {"index": 0, "axes": {"n": 1}, "status": "passed", "latencyNs": {"median": 100}, "samplesNs": [90, 95, 100, 105, 110, 100, 100, 100]}
+    spec = BenchmarkRunSpec.model_validate({
+        "status": "passed", "timing": {"primaryStatistic": "median", "latencyNs": {"median": 1000}},
+        "observedAt": "2026-11-30T00:00:00Z", "protocolDigest": digest, "workloadDigest": digest,
+        "environmentDigest": digest, "implementationDigest": digest, "cases": [case],
+    })
+    rule = RankRule(metric="median", order="asc", noise_aware=True)
+    value, noise = rank_value(rule, spec)
+    # quartiles of the samples: 96.25 and 103.75 → half-IQR 3.75 % of the case median.
+    assert value == 1000.0 and noise == pytest.approx(37.5)

@@ -1,0 +1,36 @@
+"""What `serve` shows from the bundled data: the B200 leaderboard group and our H200 group under
+one operation, and the controlled rerun executed on the lent H200 as KernelIndex Verified."""
+
+from pathlib import Path
+
+from gateway.bootstrap import bootstrap
+from gateway.settings import Settings
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+async def test_both_groups_under_one_operation_and_the_verified_h200_run(api, db, mongo_uri):
+    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
+    data = await api.data("""{
+      ours: definition(name: "kernelindex-051-qkv-qknorm-backward") {
+        relatedDefinitions { name }
+        comparisonGroups(includeRelated: true) { title gpu { product } rankRule { metric order } size }
+      }
+      verified: runs(filter: {evidenceLevel: KERNELINDEX_VERIFIED}) { edges { node {
+        status environment { gpu { product } } implementation { name code { digest } }
+        group { title } aggregates cases { index status samplesNs }
+      } } }
+    }""")
+    ours = data["ours"]
+    assert [d["name"] for d in ours["relatedDefinitions"]] == ["051_attention_qkv_with_qk_norm_single_kernel_backward"]
+    titles = {g["title"]: g for g in ours["comparisonGroups"]}
+    assert set(titles) == {"kernelindex-controlled v1 · H200", "SOL-ExecBench v1.1 · B200"}
+    assert titles["kernelindex-controlled v1 · H200"]["rankRule"] == {"metric": "median", "order": "asc"}
+    assert titles["SOL-ExecBench v1.1 · B200"]["rankRule"] == {"metric": "sol_score", "order": "desc"}
+
+    [run] = [e["node"] for e in data["verified"]["edges"]]
+    assert run["status"] == "passed" and run["environment"]["gpu"]["product"] == "NVIDIA H200"
+    assert run["implementation"]["name"] == "kernelindex-051-ext"
+    assert run["group"]["title"] == "kernelindex-controlled v1 · H200"
+    assert run["aggregates"]["casesPassed"] == 16 and len(run["cases"]) == 16
+    assert all(len(c["samplesNs"]) == 50 for c in run["cases"])
