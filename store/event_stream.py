@@ -12,7 +12,7 @@ arrives ahead of a missing number waits for it, for at most `gap_timeout_s`; aft
 missing number is given up (`skipped`) and later events flow on. The hub's `watermark` is the
 highest `seq` below which every event has been released (or given up).
 
-No loss, no duplicates (`Subscription.events`): the subscriber's queue is registered first,
+No loss, no duplicates (`Subscriber.events`): the subscriber's queue is registered first,
 which fixes the watermark W at that instant: every event the hub releases afterwards has
 `seq > W` and lands in the queue. Events after the client's cursor up to W are then read from
 the `events` collection (the backlog), in order; then the queue is drained. A queue that
@@ -81,7 +81,7 @@ _OVERFLOW = object()
 
 
 @dataclass(eq=False)
-class Subscription:
+class Subscriber:
     """One subscriber's registration with the hub. Use `events(after)`; close when done."""
 
     hub: EventHub
@@ -146,7 +146,7 @@ class EventHub:
     skipped: OrderedDict = field(default_factory=OrderedDict)  # seq -> None, oldest first
     _pending: dict[int, Doc] = field(default_factory=dict)
     _gap_timer: asyncio.TimerHandle | None = None
-    _by_type: dict[str, set[Subscription]] = field(default_factory=dict)
+    _by_type: dict[str, set[Subscriber]] = field(default_factory=dict)
     _task: asyncio.Task | None = None
     _running: bool = False
     _per_event: OrderedDict = field(default_factory=OrderedDict)  # (seq, name) -> value; see memo()
@@ -303,7 +303,7 @@ class EventHub:
     def subscribe(self, flt: EventFilter):
         if not self._running:
             raise StreamUnavailable(self.unavailable or "event delivery is not running on this server")
-        sub = Subscription(self, flt, asyncio.Queue(maxsize=self.queue_size))
+        sub = Subscriber(self, flt, asyncio.Queue(maxsize=self.queue_size))
         sub._arm()
         self._by_type.setdefault(flt.type, set()).add(sub)
         try:
@@ -311,7 +311,7 @@ class EventHub:
         finally:
             sub.close()
 
-    def _remove(self, sub: Subscription) -> None:
+    def _remove(self, sub: Subscriber) -> None:
         subs = self._by_type.get(sub.filter.type)
         if subs is not None:
             subs.discard(sub)
