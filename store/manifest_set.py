@@ -14,17 +14,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from registry.digest import manifest_digest
 from registry.manifests import Manifest, ManifestError, parse_manifest
-from store.publish import Bundle, PublishOutcome, existing_ids, insert_ignoring_duplicates, manifest_document, publish_many
+from store.publish import RUN_REFERENCES, Bundle, PublishOutcome, existing_ids, insert_ignoring_duplicates, manifest_document, publish_many
 from store.schema import COLLECTION_BY_KIND
-
-# role in a Bundle: (the run's field that references it, its kind)
-RUN_REFERENCES = {
-    "workload": ("workloadDigest", "WorkloadSuite"),
-    "protocol": ("protocolDigest", "BenchmarkProtocol"),
-    "environment": ("environmentDigest", "ExecutionEnvironment"),
-    "implementation": ("implementationDigest", "ImplementationRevision"),
-}
-
 
 @dataclass
 class SetReport:

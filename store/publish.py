@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -28,7 +28,16 @@ from store import events, groups
 from store.chunks import chunked
 from store.schema import COLLECTION_BY_KIND
 
-REFERENCED = ("definition", "workload", "protocol", "environment", "implementation")
+# role in a Bundle → (the run's field that references it, its kind); the definition is reached
+# through the workload.
+RUN_REFERENCES = {
+    "workload": ("workloadDigest", "WorkloadSuite"),
+    "protocol": ("protocolDigest", "BenchmarkProtocol"),
+    "environment": ("environmentDigest", "ExecutionEnvironment"),
+    "implementation": ("implementationDigest", "ImplementationRevision"),
+}
+KIND_OF_ROLE = {"definition": "OperationSpec", **{role: kind for role, (_, kind) in RUN_REFERENCES.items()}}
+REFERENCED = tuple(KIND_OF_ROLE)
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,6 @@ class _Prepared:
     external: tuple[str, str] | None
     outcome: PublishOutcome | None = None
     superseded: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def check_references(bundle: Bundle) -> dict[str, str]:
@@ -70,13 +78,7 @@ def check_references(bundle: Bundle) -> dict[str, str]:
     digests = {}
     for role in REFERENCED:
         manifest = getattr(bundle, role)
-        expected_kind = {
-            "definition": "OperationSpec",
-            "workload": "WorkloadSuite",
-            "protocol": "BenchmarkProtocol",
-            "environment": "ExecutionEnvironment",
-            "implementation": "ImplementationRevision",
-        }[role]
+        expected_kind = KIND_OF_ROLE[role]
         if manifest.kind != expected_kind:
             problems.append((role, f"expected a {expected_kind}, got {manifest.kind}"))
             continue
@@ -86,12 +88,7 @@ def check_references(bundle: Bundle) -> dict[str, str]:
     if problems:
         raise ManifestError(problems)
     spec = bundle.run.spec
-    for role, field_name in (
-        ("workload", "workloadDigest"),
-        ("protocol", "protocolDigest"),
-        ("environment", "environmentDigest"),
-        ("implementation", "implementationDigest"),
-    ):
+    for role, (field_name, _) in RUN_REFERENCES.items():
         if getattr(spec, field_name) != digests[role]:
             problems.append((f"spec.{field_name}", f"does not match the {role} given ({digests[role]})"))
     definition = digests["definition"]

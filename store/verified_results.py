@@ -23,8 +23,7 @@ from registry.dsse import (
 from registry.manifests import Manifest, ManifestError, RunStatus, parse_manifest
 from store import jobs
 from store.keys import ApiKey
-from store.manifest_set import RUN_REFERENCES
-from store.publish import Bundle, publish
+from store.publish import RUN_REFERENCES, Bundle, publish
 from store.schema import COLLECTION_BY_KIND
 
 
