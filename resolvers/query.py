@@ -19,6 +19,7 @@ from resolvers.types.group import ComparisonGroup
 from resolvers.types.implementation import Implementation
 from resolvers.types.job import BenchmarkJob, BenchmarkJobConnection, BenchmarkJobEdge, BenchmarkJobFilter
 from resolvers.types.node import Node
+from resolvers.types.note import Note
 from resolvers.types.protocol import Protocol
 from resolvers.types.run import Run, RunConnection
 from resolvers.types.workload import Workload
@@ -50,6 +51,9 @@ async def load_node(info: Info, global_id: str) -> Node | None:
     if type_name == "BenchmarkJob":
         doc = await info.context.db.jobs.find_one({"_id": key})
         return BenchmarkJob.from_doc(doc) if doc else None
+    if type_name == "Note":
+        doc = await info.context.db.notes.find_one({"_id": key})
+        return Note.from_doc(doc) if doc else None
     if type_name not in NODE_TYPES:
         return None
     doc = await info.context.loaders.for_type(type_name).load(key)

@@ -65,7 +65,8 @@ def rank_order(rank: int | None) -> int:
 
 
 async def recompute(db: AsyncDatabase, keys: list[str], now: datetime) -> None:
-    """Re-rank each group from its current members; write only the ranks that moved."""
+    """Re-rank each group whose membership just changed (a run joined it, or superseded
+    another); write only the ranks that moved, and append one `group.changed` event each."""
     for key in keys:
         group = await db.comparison_groups.find_one({"_id": key})
         if group is None:
@@ -96,8 +97,7 @@ async def recompute(db: AsyncDatabase, keys: list[str], now: datetime) -> None:
             changed["rankedSize"] = ranked
         if new_leader != old_leader:
             changed["leaderDigest"] = new_leader
-        if not changed:
-            continue
+        # Membership changed even when size and #1 did not (a correction replaced a run).
         await db.comparison_groups.update_one({"_id": key}, {"$set": {**changed, "updatedAt": now}})
         await events.append(
             db,

@@ -9,10 +9,11 @@ import strawberry
 
 from resolvers import ids
 from resolvers.types.common import PageInfo, encode_cursor
+from resolvers.types.node import Node
 
 
 @strawberry.type(description="An unsigned remark on a run. It never changes the run's evidence level.")
-class Note:
+class Note(Node):
     id: strawberry.ID
     text: str
     author: str = strawberry.field(description="The name of the API key that wrote it.")

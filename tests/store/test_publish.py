@@ -67,3 +67,13 @@ async def test_mismatched_reference_is_rejected_and_nothing_written(db):
         await publish(db, bad)
     for name in ("runs", "definitions", "environments", "events"):
         assert await db[name].count_documents({}) == 0
+
+
+async def test_a_correction_that_keeps_size_and_leader_still_announces_the_group(db):
+    await publish(db, factories.run_bundle("a", score=0.9, user="a"))
+    await publish(db, factories.run_bundle("b", score=0.2, user="b"))
+    before = await db.events.count_documents({"type": "group.changed"})
+    await publish(db, factories.run_bundle("b", score=0.3, user="b"))  # b corrected; size 2, #1 still a
+    changes = await db.events.find({"type": "group.changed"}).sort("seq", 1).to_list()
+    assert len(changes) == before + 1
+    assert changes[-1]["leaderChanged"] is False and changes[-1]["size"] == 2
