@@ -15,12 +15,14 @@ from strawberry.dataloader import DataLoader
 from store.chunks import chunked
 
 Doc = dict[str, Any]
+# One query per loader for any page (first ≤ 100): a constant number of round trips per request.
+LOADER_BATCH = 100
 
 
 def _by_id_loader(db: AsyncDatabase, collection: str) -> DataLoader[str, Doc | None]:
     async def load(keys: list[str]) -> list[Doc | None]:
         found: dict[str, Doc] = {}
-        for chunk in chunked(list(dict.fromkeys(keys))):
+        for chunk in chunked(list(dict.fromkeys(keys)), LOADER_BATCH):
             async for doc in db[collection].find({"_id": {"$in": chunk}}):
                 found[doc["_id"]] = doc
         return [found.get(key) for key in keys]
@@ -35,7 +37,7 @@ def _grouped_loader(
 
     async def load(keys: list[str]) -> list[list[Doc]]:
         buckets: dict[str, list[Doc]] = {key: [] for key in keys}
-        for chunk in chunked(list(buckets)):
+        for chunk in chunked(list(buckets), LOADER_BATCH):
             for doc in await fetch(chunk):
                 buckets[key_of(doc)].append(doc)
         return [buckets[key] for key in keys]

@@ -7,7 +7,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-IN_CHUNK = 200
+IN_CHUNK = 50
 
 
 def chunked(items: Sequence[T], size: int = IN_CHUNK) -> Iterator[list[T]]:

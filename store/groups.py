@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -64,49 +64,61 @@ def rank_order(rank: int | None) -> int:
     return UNRANKED_ORDER if rank is None else rank
 
 
-async def recompute(db: AsyncDatabase, keys: list[str], now: datetime) -> None:
-    """Re-rank each group whose membership just changed (a run joined it, or superseded
-    another); write only the ranks that moved, and append one `group.changed` event each."""
-    for key in keys:
-        group = await db.comparison_groups.find_one({"_id": key})
-        if group is None:
-            continue
-        members = await db.runs.find(
-            {"groupKey": key, "current": True},
-            {"_id": 1, "rank": 1, "rankValue": 1, "rankNoise": 1},
-        ).to_list()
-        rule = RankRule(**group["rankRule"])
-        ranks = rank_entries(
-            rule, [Entry(m["_id"], m.get("rankValue"), m.get("rankNoise") or 0.0) for m in members]
+@dataclass
+class RankPlan:
+    """What publishing some runs into one group changes: ranks of members already stored,
+    and the group's size and #1 (the new runs' own ranks are set in their documents)."""
+
+    group: dict[str, Any]
+    updates: list[UpdateOne]
+    size: int
+    ranked: int
+    leader: str | None
+
+
+async def plan(db: AsyncDatabase, key: str, incoming: list[dict[str, Any]], leaving: set[str]) -> RankPlan:
+    """Rank the group's current members together with `incoming` run documents (not yet
+    stored; their `rank`/`rankOrder` are set in place); `leaving` are members being superseded."""
+    group = await db.comparison_groups.find_one({"_id": key})
+    members = [
+        m
+        for m in await db.runs.find({"groupKey": key, "current": True}, {"_id": 1, "rank": 1, "rankValue": 1, "rankNoise": 1}).to_list()
+        if m["_id"] not in leaving
+    ]
+    arriving = [doc for doc in incoming if doc["current"]]
+    everyone = members + arriving
+    ranks = rank_entries(RankRule(**group["rankRule"]), [Entry(m["_id"], m.get("rankValue"), m.get("rankNoise") or 0.0) for m in everyone])
+    for doc in incoming:
+        doc["rank"] = ranks.get(doc["_id"]) if doc["current"] else None
+        doc["rankOrder"] = rank_order(doc["rank"])
+    updates = [
+        UpdateOne({"_id": m["_id"]}, {"$set": {"rank": ranks[m["_id"]], "rankOrder": rank_order(ranks[m["_id"]])}})
+        for m in members
+        if m.get("rank") != ranks[m["_id"]]
+    ]
+    return RankPlan(group, updates, len(everyone), sum(1 for r in ranks.values() if r is not None), leader(ranks))
+
+
+async def apply(db: AsyncDatabase, plans: list[RankPlan], now: datetime) -> None:
+    """After the new runs are stored: move the ranks of existing members, update each group and
+    append one `group.changed` event per group (its membership changed even when its size and
+    #1 did not, e.g. a correction replaced a run)."""
+    for p in plans:
+        if p.updates:
+            await db.runs.bulk_write(p.updates, ordered=False)
+        old_leader = p.group.get("leaderDigest")
+        await db.comparison_groups.update_one(
+            {"_id": p.group["_id"]},
+            {"$set": {"size": p.size, "rankedSize": p.ranked, "leaderDigest": p.leader, "updatedAt": now}},
         )
-        updates = [
-            UpdateOne({"_id": m["_id"]}, {"$set": {"rank": ranks[m["_id"]], "rankOrder": rank_order(ranks[m["_id"]])}})
-            for m in members
-            if m.get("rank") != ranks[m["_id"]]
-        ]
-        if updates:
-            await db.runs.bulk_write(updates, ordered=False)
-        new_leader = leader(ranks)
-        old_leader = group.get("leaderDigest")
-        size = len(members)
-        ranked = sum(1 for r in ranks.values() if r is not None)
-        changed: dict[str, Any] = {}
-        if size != group.get("size"):
-            changed["size"] = size
-        if ranked != group.get("rankedSize"):
-            changed["rankedSize"] = ranked
-        if new_leader != old_leader:
-            changed["leaderDigest"] = new_leader
-        # Membership changed even when size and #1 did not (a correction replaced a run).
-        await db.comparison_groups.update_one({"_id": key}, {"$set": {**changed, "updatedAt": now}})
         await events.append(
             db,
             "group.changed",
             now,
-            groupKey=key,
-            definitionDigest=group["definitionDigest"],
+            groupKey=p.group["_id"],
+            definitionDigest=p.group["definitionDigest"],
             oldLeader=old_leader,
-            newLeader=new_leader,
-            leaderChanged=new_leader != old_leader,
-            size=size,
+            newLeader=p.leader,
+            leaderChanged=p.leader != old_leader,
+            size=p.size,
         )

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -68,11 +68,26 @@ class _Prepared:
     digests: dict[str, str]
     run_doc: dict[str, Any]
     external: tuple[str, str] | None
-    outcome: PublishOutcome | None = None
+    position: int = 0
     superseded: str | None = None
 
 
-def check_references(bundle: Bundle) -> dict[str, str]:
+class _DigestCache:
+    """Bundles of one batch share their definition, workload, protocol and environment objects:
+    canonicalize and hash each object once."""
+
+    def __init__(self) -> None:
+        self._by_object: dict[int, tuple[Manifest, str]] = {}
+
+    def __call__(self, manifest: Manifest) -> str:
+        hit = self._by_object.get(id(manifest))
+        if hit is None or hit[0] is not manifest:
+            hit = (manifest, manifest_digest(manifest))
+            self._by_object[id(manifest)] = hit
+        return hit[1]
+
+
+def check_references(bundle: Bundle, digest_of: Callable[[Manifest], str] = manifest_digest) -> dict[str, str]:
     """Digests of the bundle's objects; raise ManifestError when the run points elsewhere."""
     problems = []
     digests = {}
@@ -82,7 +97,7 @@ def check_references(bundle: Bundle) -> dict[str, str]:
         if manifest.kind != expected_kind:
             problems.append((role, f"expected a {expected_kind}, got {manifest.kind}"))
             continue
-        digests[role] = manifest_digest(manifest)
+        digests[role] = digest_of(manifest)
     if bundle.run.kind != "BenchmarkRun":
         problems.append(("run", f"expected a BenchmarkRun, got {bundle.run.kind}"))
     if problems:
@@ -146,59 +161,73 @@ async def publish(db: AsyncDatabase, bundle: Bundle) -> PublishOutcome:
 
 
 async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle]) -> list[PublishOutcome]:
-    """Publish bundles in one batch: a few round trips per batch, not per run."""
+    """Publish bundles in one batch: a few round trips per batch, not per run.
+
+    Runs already stored are answered `unchanged` before anything else is looked at (a stored run
+    implies everything it references is stored), so an unchanged re-import only reads.
+    """
     now = datetime.now(UTC)
-    prepared = []
-    for bundle in bundles:
-        digests = check_references(bundle)
-        doc = _run_document(bundle, digests, now)
-        external = (doc["source"], doc["externalId"]) if "externalId" in doc else None
-        prepared.append(_Prepared(bundle, digests, doc, external))
+    digest_of = _DigestCache()
+    checked = [(bundle, check_references(bundle, digest_of)) for bundle in bundles]
+    existing = await existing_ids(db.runs, {digests["run"] for _, digests in checked})
 
-    await _insert_referenced_objects(db, prepared, now)
-
-    # Which runs exist already (unchanged), and which external ids have another current run.
-    existing = await existing_ids(db.runs, {p.digests["run"] for p in prepared})
-    current_by_external = await _current_runs_by_external_id(
-        db, [p.external for p in prepared if p.external and p.digests["run"] not in existing]
-    )
+    outcomes: dict[int, PublishOutcome] = {}
     fresh: list[_Prepared] = []
     seen_in_batch: set[str] = set()
-    for p in prepared:
-        digest = p.digests["run"]
+    for position, (bundle, digests) in enumerate(checked):
+        digest = digests["run"]
         if digest in existing or digest in seen_in_batch:
-            p.outcome = PublishOutcome("unchanged", digest, group_key=p.run_doc["groupKey"])
+            outcomes[position] = PublishOutcome("unchanged", digest)
             continue
         seen_in_batch.add(digest)
-        previous = current_by_external.get(p.external) if p.external else None
-        if previous is not None:
-            p.superseded = previous
-            p.run_doc["supersedes"] = previous
-        if p.external:
-            # A later bundle in the same batch for the same record supersedes this one.
-            current_by_external[p.external] = digest
-        fresh.append(p)
+        doc = _run_document(bundle, digests, now)
+        external = (doc["source"], doc["externalId"]) if "externalId" in doc else None
+        fresh.append(_Prepared(bundle, digests, doc, external, position=position))
+    if not fresh:
+        return [outcomes[i] for i in range(len(checked))]
 
-    # Within one batch, a record published twice: only the last one stays current.
-    for index, p in enumerate(fresh):
-        later = [q for q in fresh[index + 1 :] if p.external and q.external == p.external]
-        if later:
-            p.run_doc["current"] = False
-            p.run_doc["supersededBy"] = later[0].digests["run"]
+    await _insert_referenced_objects(db, fresh, now)
+    _link_supersessions(fresh, await _current_runs_by_external_id(db, [p.external for p in fresh if p.external]))
 
-    if fresh:
-        await _write_runs(db, fresh, now)
+    by_group: dict[str, list[_Prepared]] = {}
     for p in fresh:
-        status = "superseded" if p.superseded else "new"
-        p.outcome = PublishOutcome(status, p.digests["run"], p.superseded, p.run_doc["groupKey"])
-
-    touched = {p.run_doc["groupKey"]: p for p in fresh}
-    for key, p in touched.items():
-        await groups.ensure_group(db, key, p.bundle, p.digests, now)
-    await groups.recompute(db, list(touched), now)
+        by_group.setdefault(p.run_doc["groupKey"], []).append(p)
+    plans = []
+    for key, members in by_group.items():
+        await groups.ensure_group(db, key, members[0].bundle, members[0].digests, now)
+        # Ranks go into the new documents before they are inserted; existing members whose
+        # rank moves are updated after.
+        plans.append(
+            await groups.plan(db, key, [p.run_doc for p in members], leaving={p.superseded for p in members if p.superseded})
+        )
+    await _write_runs(db, fresh, now)
+    await groups.apply(db, plans, now)
     if any(p.bundle.verified_by for p in fresh):
         await _refresh_replication(db, [p for p in fresh if p.bundle.verified_by])
-    return [p.outcome for p in prepared]
+
+    for p in fresh:
+        status = "superseded" if p.superseded else "new"
+        outcomes[p.position] = PublishOutcome(status, p.digests["run"], p.superseded, p.run_doc["groupKey"])
+    return [outcomes[i] for i in range(len(checked))]
+
+
+def _link_supersessions(fresh: list[_Prepared], current: dict[tuple[str, str], str]) -> None:
+    """A new run of a record supersedes the record's current run; when one batch holds the same
+    record several times, each supersedes the one before and only the last stays current."""
+    latest: dict[tuple[str, str], _Prepared] = {}
+    for p in fresh:
+        if p.external is None:
+            continue
+        before = latest.get(p.external)
+        if before is not None:
+            before.run_doc["current"] = False
+            before.run_doc["supersededBy"] = p.digests["run"]
+            p.superseded = before.digests["run"]
+            p.run_doc["supersedes"] = p.superseded
+        elif p.external in current:
+            p.superseded = current[p.external]
+            p.run_doc["supersedes"] = p.superseded
+        latest[p.external] = p
 
 
 async def _insert_referenced_objects(db: AsyncDatabase, prepared: list[_Prepared], now: datetime) -> None:

@@ -13,10 +13,8 @@ from dataclasses import dataclass, field
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from registry.digest import sha256_digest
-from store.chunks import chunked
 from store.publish import Bundle, PublishOutcome, publish_many
-from store.snapshots import save_snapshot
+from store.snapshots import save_snapshots
 
 from loaders.sol_execbench import SOURCE
 from loaders.sol_execbench.fetch import Response
@@ -24,27 +22,13 @@ from loaders.sol_execbench.normalize import RunManifests
 
 
 async def keep_snapshots(db: AsyncDatabase, responses: Sequence[Response]) -> int:
-    """Save every response not kept yet; return how many were new.
-
-    Which digests are already kept is read first (one query per 200), so that an unchanged
-    re-import sends no write at all; `save_snapshot` is idempotent anyway.
-    """
-    by_digest = {sha256_digest(response.body): response for response in responses}
-    kept: set[str] = set()
-    for chunk in chunked(sorted(by_digest)):
-        async for doc in db.source_snapshots.find({"_id": {"$in": chunk}}, {"_id": 1}):
-            kept.add(doc["_id"])
-    for digest, response in by_digest.items():
-        if digest not in kept:
-            await save_snapshot(
-                db,
-                source=SOURCE,
-                url=response.url,
-                fetched_at=response.fetched_at,
-                body=response.body,
-                status=response.status,
-            )
-    return len(by_digest) - len(kept)
+    """Save every response not kept yet (an unchanged re-import writes nothing); return how
+    many were new."""
+    return await save_snapshots(
+        db,
+        source=SOURCE,
+        responses=[(r.url, r.fetched_at, r.body, r.status) for r in responses],
+    )
 
 
 def to_bundle(item: RunManifests) -> Bundle:
