@@ -168,23 +168,24 @@ async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle]) -> list[Pub
     """
     now = datetime.now(UTC)
     digest_of = _DigestCache()
-    checked = [(bundle, check_references(bundle, digest_of)) for bundle in bundles]
-    existing = await existing_ids(db.runs, {digests["run"] for _, digests in checked})
+    run_digests = [manifest_digest(bundle.run) for bundle in bundles]
+    existing = await existing_ids(db.runs, set(run_digests))
 
     outcomes: dict[int, PublishOutcome] = {}
     fresh: list[_Prepared] = []
     seen_in_batch: set[str] = set()
-    for position, (bundle, digests) in enumerate(checked):
-        digest = digests["run"]
+    for position, (bundle, digest) in enumerate(zip(bundles, run_digests)):
         if digest in existing or digest in seen_in_batch:
+            # Stored already: its references were checked and stored with it; nothing to do.
             outcomes[position] = PublishOutcome("unchanged", digest)
             continue
         seen_in_batch.add(digest)
+        digests = check_references(bundle, digest_of)
         doc = _run_document(bundle, digests, now)
         external = (doc["source"], doc["externalId"]) if "externalId" in doc else None
         fresh.append(_Prepared(bundle, digests, doc, external, position=position))
     if not fresh:
-        return [outcomes[i] for i in range(len(checked))]
+        return [outcomes[i] for i in range(len(bundles))]
 
     await _insert_referenced_objects(db, fresh, now)
     _link_supersessions(fresh, await _current_runs_by_external_id(db, [p.external for p in fresh if p.external]))
@@ -208,7 +209,7 @@ async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle]) -> list[Pub
     for p in fresh:
         status = "superseded" if p.superseded else "new"
         outcomes[p.position] = PublishOutcome(status, p.digests["run"], p.superseded, p.run_doc["groupKey"])
-    return [outcomes[i] for i in range(len(checked))]
+    return [outcomes[i] for i in range(len(bundles))]
 
 
 def _link_supersessions(fresh: list[_Prepared], current: dict[tuple[str, str], str]) -> None:
