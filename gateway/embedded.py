@@ -123,12 +123,14 @@ class EmbeddedServer:
                     f"the embedded database (secantusd-py) exited with code {code} while starting"
                     + (f"; see {self.log_path}" if self.log_path else "")
                 )
-            if ping(self.uri, timeout_s=0.5):
+            # Never wait past the deadline inside one ping.
+            remaining = deadline - time.monotonic()
+            if ping(self.uri, timeout_s=max(0.02, min(0.5, remaining))) and time.monotonic() <= deadline:
                 return self.uri
             time.sleep(0.1)
         self.stop()
         raise EmbeddedDatabaseError(
-            f"the embedded database did not answer ping within {self.startup_timeout_s:.0f} s"
+            f"the embedded database did not answer ping within {self.startup_timeout_s:g} s"
         )
 
     def alive(self) -> bool:

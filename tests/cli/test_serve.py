@@ -114,7 +114,7 @@ def test_database_port_in_use_is_one_clear_error(tmp_path):
 
 def test_database_not_up_in_time_is_one_clear_error(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "serve", "--port", str(free_port()), "--db-timeout", "0.05"],
+        [sys.executable, "-m", "gateway.cli", "serve", "--port", str(free_port()), "--db-timeout", "0.01"],
         env=_env(tmp_path), capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 1
