@@ -6,7 +6,15 @@ import strawberry
 from graphql import GraphQLError
 from strawberry.schema.config import StrawberryConfig
 from strawberry.tools import merge_types
-from strawberry.extensions import MaskErrors, MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
+from strawberry.extensions import (
+    AddValidationRules,
+    MaskErrors,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    ValidationCache,
+)
 
 from gateway.settings import Settings
 from resolvers.errors import ClientError, should_mask
@@ -40,11 +48,17 @@ class KernelIndexSchema(strawberry.federation.Schema):
 
 def build_schema(settings: Settings | None = None) -> strawberry.federation.Schema:
     settings = settings or Settings()
-    # Factories, not instances: each operation gets its own extension objects.
+    # The limiter rules are built once: a rule class made per request would defeat the
+    # validation cache (its key includes the rules). Extensions are passed as factories.
+    rules = [
+        *QueryDepthLimiter(max_depth=settings.max_depth).validation_rules,
+        *MaxAliasesLimiter(max_alias_count=settings.max_aliases).validation_rules,
+    ]
     extensions = [
-        lambda: QueryDepthLimiter(max_depth=settings.max_depth),
         lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
-        lambda: MaxAliasesLimiter(max_alias_count=settings.max_aliases),
+        lambda: ParserCache(maxsize=256),
+        lambda: AddValidationRules(rules),
+        lambda: ValidationCache(maxsize=256),
         SubscriptionsOverWebSocket,
     ]
     if not settings.debug:

@@ -117,7 +117,7 @@ class Query:
     ) -> RunConnection:
         after_seq = decode_cursor(after, 1)[0] if after else None
         docs, more = await runs_page(info.context.db, query=_run_query(filter), first=check_first(first), after_seq=after_seq)
-        return RunConnection.of(docs, more, lambda d: encode_cursor(d["seq"]), info)
+        return await RunConnection.of(docs, more, lambda d: encode_cursor(d["seq"]), info)
 
     @strawberry.field
     async def comparison_group(self, info: Info, id: strawberry.ID) -> ComparisonGroup | None:

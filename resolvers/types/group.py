@@ -92,7 +92,7 @@ class ComparisonGroup(Node):
 
         cursor = tuple(decode_cursor(after, 2)) if after else None
         docs, more = await group_runs_page(info.context.db, group_key=self.key, first=check_first(first), after=cursor)
-        return RunConnection.of(docs, more, lambda d: encode_cursor(d["rankOrder"], d["seq"]), info)
+        return await RunConnection.of(docs, more, lambda d: encode_cursor(d["rankOrder"], d["seq"]), info)
 
     @classmethod
     async def resolve_reference(cls, info: Info, id: strawberry.ID) -> ComparisonGroup | None:

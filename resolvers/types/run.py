@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
 import strawberry
+from graphql import FieldNode, FragmentSpreadNode
 from strawberry.scalars import JSON
 
 from registry.sources import external_reference, source_title
@@ -217,6 +219,8 @@ class Run(Node):
     artifacts: list[Artifact]
     manifest: JSON = strawberry.field(description="The canonical manifest.")
     doc: strawberry.Private[dict[str, Any]]
+    # Objects a list page loaded for all its runs at once (see RunConnection.of).
+    preloaded: strawberry.Private[dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Run:
@@ -279,17 +283,22 @@ class Run(Node):
         )
 
     @strawberry.field
-    async def group(self, info: Info) -> ComparisonGroup | None:
-        doc = await info.context.loaders.groups.load(self.doc["groupKey"])
-        return ComparisonGroup.from_doc(doc) if doc else None
+    def group(self, info: Info) -> ComparisonGroup | None:  # or an awaitable of it (graphql-core awaits)
+        if "group" in self.preloaded:
+            return self.preloaded["group"]
+        return _load_as(info.context.loaders.groups, self.doc["groupKey"], ComparisonGroup.from_doc)
 
     @strawberry.field
-    async def protocol(self, info: Info) -> Protocol:
-        return Protocol.from_doc(await info.context.loaders.protocols.load(self.doc["spec"]["protocolDigest"]))
+    def protocol(self, info: Info) -> Protocol:  # or an awaitable of it
+        if "protocol" in self.preloaded:
+            return self.preloaded["protocol"]
+        return _load_as(info.context.loaders.protocols, self.doc["spec"]["protocolDigest"], Protocol.from_doc)
 
     @strawberry.field
-    async def environment(self, info: Info) -> Environment:
-        return Environment.from_doc(await info.context.loaders.environments.load(self.doc["spec"]["environmentDigest"]))
+    def environment(self, info: Info) -> Environment:  # or an awaitable of it
+        if "environment" in self.preloaded:
+            return self.preloaded["environment"]
+        return _load_as(info.context.loaders.environments, self.doc["spec"]["environmentDigest"], Environment.from_doc)
 
     @strawberry.field
     async def workload(self, info: Info) -> Workload:
@@ -377,9 +386,57 @@ class RunConnection:
         return [edge.node for edge in self.edges]
 
     @classmethod
-    def of(cls, docs: list[dict[str, Any]], has_next: bool, cursor_of: Callable[[dict[str, Any]], str], info: Info) -> RunConnection:
+    async def of(
+        cls, docs: list[dict[str, Any]], has_next: bool, cursor_of: Callable[[dict[str, Any]], str], info: Info
+    ) -> RunConnection:
         loader = info.context.loaders.runs
         for doc in docs:
             loader.prime(doc["_id"], doc)  # a later lookup of the same run (e.g. a leader) is free
-        edges = [RunEdge(cursor=cursor_of(d), node=Run.from_doc(d)) for d in docs]
+        runs = [Run.from_doc(d) for d in docs]
+        await _preload(runs, requested_fields(info), info)
+        edges = [RunEdge(cursor=cursor_of(d), node=run) for d, run in zip(docs, runs)]
         return cls(edges=edges, page_info=PageInfo(has_next_page=has_next, end_cursor=edges[-1].cursor if edges else None))
+
+
+async def _load_as(loader, key: str, convert: Callable[[dict[str, Any]], Any]) -> Any:
+    doc = await loader.load(key)
+    return convert(doc) if doc else None
+
+
+# field → (loader, key of a run document, type) for the lookups a list page batches itself.
+_PRELOADS = {
+    "protocol": ("protocols", lambda d: d["spec"]["protocolDigest"], Protocol.from_doc),
+    "environment": ("environments", lambda d: d["spec"]["environmentDigest"], Environment.from_doc),
+    "group": ("groups", lambda d: d["groupKey"], ComparisonGroup.from_doc),
+}
+
+
+async def _preload(runs: list[Run], wanted: set[str], info: Info) -> None:
+    """One load_many per nested object a page asks for, instead of one awaited lookup per run
+    (the same database round trips; much less per-item async work in the executor)."""
+    for field_name, (loader_name, key_of, convert) in _PRELOADS.items():
+        if field_name not in wanted or not runs:
+            continue
+        keys = [key_of(run.doc) for run in runs]
+        docs = await getattr(info.context.loaders, loader_name).load_many(list(dict.fromkeys(keys)))
+        objects = {key: convert(doc) for key, doc in zip(dict.fromkeys(keys), docs) if doc}
+        for run, key in zip(runs, keys):
+            run.preloaded[field_name] = objects.get(key)
+
+
+def requested_fields(info: Info) -> set[str]:
+    """Every field name selected below the current field (fragments included)."""
+    names: set[str] = set()
+    stack = [node.selection_set for node in info._raw_info.field_nodes if node.selection_set]
+    while stack:
+        for selection in stack.pop().selections:
+            if isinstance(selection, FragmentSpreadNode):
+                fragment = info._raw_info.fragments.get(selection.name.value)
+                if fragment:
+                    stack.append(fragment.selection_set)
+                continue
+            if isinstance(selection, FieldNode):
+                names.add(selection.name.value)
+            if selection.selection_set:
+                stack.append(selection.selection_set)
+    return names
