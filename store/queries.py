@@ -9,13 +9,29 @@ from pymongo.asynchronous.database import AsyncDatabase
 Doc = dict[str, Any]
 
 
+FIRST_WINDOW = 512
+
+
 async def runs_page(
     db: AsyncDatabase, *, query: dict[str, Any], first: int, after_seq: int | None
 ) -> tuple[list[Doc], bool]:
-    """Newest first. Returns (page, has_next_page)."""
-    if after_seq is not None:
-        query = {**query, "seq": {"$lt": after_seq}}
-    docs = await db.runs.find(query).sort("seq", -1).limit(first + 1).to_list()
+    """Newest first. Returns (page, has_next_page).
+
+    Runs are read in windows of `seq` (the event sequence, dense across runs and events) that
+    grow geometrically, each one an index range: SecantusDB otherwise sorts every matching
+    document to find the newest hundred. A sparse filter costs a few more windows."""
+    upper = after_seq
+    if upper is None:
+        counter = await db.counters.find_one({"_id": "events"}, {"seq": 1})
+        upper = (counter or {}).get("seq", 0) + 1
+    wanted = first + 1
+    docs: list[Doc] = []
+    window = FIRST_WINDOW
+    while len(docs) < wanted and upper > 0:
+        lower = max(0, upper - window)
+        found = await db.runs.find({**query, "seq": {"$gte": lower, "$lt": upper}}).sort("seq", -1).limit(wanted - len(docs)).to_list()
+        docs += found
+        upper, window = lower, window * 4
     return docs[:first], len(docs) > first
 
 

@@ -140,3 +140,12 @@ async def test_definitions_and_their_groups(api, db):
     assert data["definition"]["inputs"] == [{"name": "x", "shape": ["n"], "dtype": "float32"}]
     body = await api.post("{ definition { name } }")
     assert "exactly one of id or name" in body["errors"][0]["message"]
+
+
+async def test_a_sparse_filter_finds_old_runs_beyond_the_first_window(api, db):
+    await publish_many(db, [factories.run_bundle("old-h200", env=factories.environment("NVIDIA H200", "sm_90"))])
+    await publish_many(db, [factories.run_bundle(f"b{i}", score=i / 1000, user=f"u{i}") for i in range(600)])
+    q = 'query($f: RunFilter) { runs(filter: $f, first: 5) { edges { node { sourceNative { externalId } } } pageInfo { hasNextPage } } }'
+    page = (await api.data(q, {"f": {"gpu": "NVIDIA H200"}}))["runs"]
+    assert [e["node"]["sourceNative"]["externalId"] for e in page["edges"]] == ["old-h200"]
+    assert page["pageInfo"]["hasNextPage"] is False
