@@ -184,45 +184,27 @@ def cmd_export_schema(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    """Exit code: 0 all imported, 1 some records rejected (each reported), 2 nothing could be
+    imported (source unreachable, kernel list unusable)."""
     from rich.console import Console
 
-    from gateway.database import database_uri
-    from loaders.sol_execbench.cli import print_report, run_import
-    from loaders.sol_execbench.fetch import FetchError
-    from loaders.sol_execbench.parse import ParseError
+    from loaders.sol_execbench.cli import import_command
 
     if args.source != "sol-execbench":
         return fail(f"unknown source {args.source!r}; known: sol-execbench")
     console = Console(stderr=True)
+    if args.dry_run:
+        # A dry run reads the source only; the database is not touched.
+        return asyncio.run(
+            import_command(None, snapshot_dir=args.snapshot, base_url=args.base_url, kernels=args.kernel, limit=args.limit, dry_run=True, console=console)
+        )
 
-    async def go(uri: str):
-        from store.client import make_client
-        from store.schema import ensure_schema
+    async def go(db):
+        return await import_command(
+            db, snapshot_dir=args.snapshot, base_url=args.base_url, kernels=args.kernel, limit=args.limit, dry_run=False, console=console
+        )
 
-        client = make_client(uri)
-        try:
-            db = client[settings.database]
-            if not args.dry_run:
-                await ensure_schema(db)
-            return await run_import(
-                db,
-                snapshot_dir=args.snapshot,
-                base_url=args.base_url,
-                kernels=args.kernel,
-                limit=args.limit,
-                dry_run=args.dry_run,
-                console=console,
-            )
-        finally:
-            await client.close()
-
-    try:
-        with database_uri(settings) as uri:
-            report = asyncio.run(go(uri))
-    except (FetchError, ParseError) as error:
-        return fail(f"import sol-execbench: {error}")
-    print_report(report, console)
-    return 0
+    return _with_db(settings, go)
 
 
 # ---------------------------------------------------------------- keys

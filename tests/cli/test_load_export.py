@@ -81,3 +81,16 @@ def test_malformed_file_is_one_clear_error(tmp_path, mongo_uri):
 def test_export_schema_prints_the_sdl():
     result = kernelindex("export-schema")
     assert result.returncode == 0 and "type Run implements Node" in result.stdout
+
+
+async def test_import_command_from_the_bundled_snapshot_and_an_unreachable_host(db, mongo_uri):
+    from pathlib import Path
+
+    env = {"MONGODB_URI": mongo_uri, "KERNELINDEX_DATABASE": db.name}
+    snapshot = Path(__file__).resolve().parents[2] / "data" / "snapshots" / "sol-execbench"
+    result = kernelindex("import", "sol-execbench", "--snapshot", str(snapshot), env_extra=env)
+    assert result.returncode == 0, result.stderr
+    assert await db.runs.count_documents({"externalId": "37369"}) == 1
+    unreachable = kernelindex("import", "sol-execbench", "--base-url", "http://127.0.0.1:9", env_extra=env)
+    assert unreachable.returncode == 2
+    assert "cannot connect to" in unreachable.stderr and "Traceback" not in unreachable.stderr
