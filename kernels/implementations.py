@@ -121,6 +121,15 @@ _EXT_SOURCES = (
 )
 
 
+_EXT_FUSED_SOURCES = (
+    f"{OP_DIR}/definition.py",
+    f"{OP_DIR}/checks.py",
+    f"{OP_DIR}/ext_fused.py",
+    f"{OP_DIR}/csrc/sm90_ptx.cuh",
+    f"{OP_DIR}/csrc/fused_sm90.cu",
+)
+
+
 def _ext(name: str, mode: str, title: str, description: str) -> Implementation:
     return Implementation(
         name=name,
@@ -174,6 +183,23 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
     "ext-wgmma256": _ext(
         "ext-wgmma256", "wgmma256", "KernelIndex CUDA extension, 256-row GEMM tiles",
         "As ext, with 256x128 tiles forced.",
+    ),
+    "ext-fused": Implementation(
+        name="ext-fused",
+        operation="051",
+        title="KernelIndex CUDA, one persistent kernel (norm backward fused into the GEMMs)",
+        language="cuda",
+        entry_point="kernels.ops.qkv_qknorm_backward.ext_fused:qkv_qknorm_backward",
+        out_entry_point="kernels.ops.qkv_qknorm_backward.ext_fused:qkv_qknorm_backward_out",
+        sources=_EXT_FUSED_SOURCES,
+        devices=("cuda",),
+        variant={"mode": "auto"},
+        description=(
+            "One persistent sm_90a kernel: a norm warpgroup per CTA writes GQ|GK once (GV is read "
+            "in place) and flags each token block; TMA/wgmma warpgroups compute dX=G·W and dW=Gᵀ·X "
+            "behind those flags, split-K with a deterministic (distributed when co-resident) "
+            "fix-up; norm-weight grads reduced in a fixed order."
+        ),
     ),
 }
 
