@@ -70,7 +70,8 @@ from gateway.embedded import EmbeddedServer, free_port  # noqa: E402
 from gateway.schema import build_schema  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from resolvers import ids  # noqa: E402
-from store.client import make_client  # noqa: E402
+from store.client import make_client
+from store.queries import runs_page  # noqa: E402
 from store.publish import publish_many  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
 from tests import factories  # noqa: E402
@@ -214,9 +215,9 @@ async def raw_dossier(db, digest: str) -> dict[str, Any]:
 
 
 async def raw_page(db, query: dict[str, Any], first: int = PAGE) -> dict[str, Any]:
-    """The same find as `store.queries.runs_page`, then the page's references by `$in`."""
-    docs = await db.runs.find(query).sort("seq", -1).limit(first + 1).to_list()
-    page = docs[:first]
+    """The page through `store.queries.runs_page` (the API's own access path: seq windows), then
+    the page's references by `$in`; what is left for GraphQL to add is its own overhead."""
+    page, has_next = await runs_page(db, query=query, first=first, after_seq=None)
 
     def by_ids(collection: str, keys: set[str]) -> Awaitable[list[Doc]]:
         return db[collection].find({"_id": {"$in": sorted(keys)}}).to_list()
@@ -226,7 +227,7 @@ async def raw_page(db, query: dict[str, Any], first: int = PAGE) -> dict[str, An
         by_ids("environments", {d["spec"]["environmentDigest"] for d in page}),
         by_ids("comparison_groups", {d["groupKey"] for d in page}),
     )
-    return {"runs": page, "hasNext": len(docs) > first, "protocols": protocols, "environments": environments, "groups": groups}
+    return {"runs": page, "hasNext": has_next, "protocols": protocols, "environments": environments, "groups": groups}
 
 
 # ------------------------------------------------------------------------------------ GraphQL
