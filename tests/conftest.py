@@ -65,3 +65,26 @@ class GraphQLClient:
         body = await self.post(query, variables, headers)
         assert "errors" not in body, body["errors"]
         return body["data"]
+
+
+@pytest.fixture
+def live_site(db, mongo_uri):
+    """The real app on a real uvicorn server (a thread) on a free loopback port, bound to the
+    test's database; yields its base URL."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from gateway.embedded import free_port
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(mongo_uri, Settings(database=db.name)), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)

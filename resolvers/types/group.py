@@ -8,7 +8,7 @@ import strawberry
 
 from resolvers import ids
 from resolvers.context import Info
-from resolvers.types.common import PageInfo, check_first, decode_cursor, encode_cursor
+from resolvers.types.common import check_first, decode_cursor, encode_cursor
 from resolvers.types.environment import Gpu
 from resolvers.types.node import Node
 from store.queries import group_runs_page

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Any
 
 import strawberry
 from graphql import FieldNode, FragmentSpreadNode

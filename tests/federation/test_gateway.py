@@ -4,15 +4,12 @@ composed from the live subgraph SDL, and queries and authenticated mutations go 
 import json
 import shutil
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
-from gateway.app import create_app
 from gateway.bootstrap import bootstrap
 from gateway.embedded import free_port
 from gateway.settings import Settings
@@ -28,16 +25,8 @@ pytestmark = [
 
 
 @pytest.fixture
-def subgraph(db, mongo_uri):
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(mongo_uri, Settings(database=db.name)), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/graphql"
-    server.should_exit = True
-    thread.join(timeout=10)
+def subgraph(live_site):
+    return f"{live_site}/graphql"
 
 
 @pytest.fixture

@@ -5,17 +5,10 @@ real uvicorn server over HTTP; the offline path (job file in, signed result out)
 import json
 import subprocess
 import sys
-import threading
-import time
 
-import httpx
 import pytest
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from gateway.app import create_app
-from gateway.embedded import free_port
-from gateway.settings import Settings
 from registry.digest import manifest_digest
 from registry.dsse import private_pem
 from resolvers import ids
@@ -29,18 +22,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def live_server(db, mongo_uri):
-    port = free_port()
-    app = create_app(mongo_uri, Settings(database=db.name))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/graphql"
-    server.should_exit = True
-    thread.join(timeout=10)
+def live_server(live_site):
+    return f"{live_site}/graphql"
 
 
 async def _cpu_registry(db) -> tuple[dict, str]:

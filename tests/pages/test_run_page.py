@@ -1,17 +1,12 @@
 """The run dossier page in a real headless browser (Debian's Chromium driven by Playwright)."""
 
 import shutil
-import threading
-import time
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
-import uvicorn
 
-from gateway.app import create_app
 from gateway.bootstrap import bootstrap
-from gateway.embedded import free_port
 from gateway.settings import Settings
 from store.publish import publish_many
 from tests import factories
@@ -23,16 +18,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="chr
 
 
 @pytest.fixture
-def site(db, mongo_uri):
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(mongo_uri, Settings(database=db.name)), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+def site(live_site):
+    return live_site
 
 
 @pytest_asyncio.fixture
