@@ -134,3 +134,16 @@ def test_dead_database_child_stops_serve_with_an_error(tmp_path):
             proc.kill()
     assert proc.returncode == 1
     assert "error: the embedded database exited unexpectedly" in out
+
+
+def test_commands_start_the_embedded_database_themselves_when_no_serve_runs(tmp_path):
+    home = tmp_path / "home"
+    bundle = factories.run_bundle("standalone-1")
+    manifests = tmp_path / "m.json"
+    manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+    loaded = subprocess.run([sys.executable, "-m", "gateway.cli", "load", str(manifests)], env=_env(home), capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    exported = subprocess.run([sys.executable, "-m", "gateway.cli", "export", "--kind", "BenchmarkRun"], env=_env(home), capture_output=True, text=True, timeout=120)
+    assert exported.returncode == 0, exported.stderr
+    assert [json.loads(line)["metadata"]["name"] for line in exported.stdout.splitlines()] == ["synthetic-standalone-1"]
+    assert (home / "db").is_dir() and not (home / "db.json").exists()
