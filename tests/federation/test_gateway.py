@@ -81,3 +81,22 @@ async def test_queries_and_mutations_through_the_gateway(db, mongo_uri, federati
     assert anonymous["data"]["benchmarkJobClaim"]["userErrors"] == [{"code": "UNAUTHENTICATED"}]
     as_reader = httpx.post(federation_gateway, json={"query": mutation}, headers={"Authorization": f"Bearer {secret}"}, timeout=30).json()
     assert as_reader["data"]["benchmarkJobClaim"]["userErrors"] == [{"code": "FORBIDDEN"}]
+
+
+async def test_subscriptions_reach_clients_through_the_gateway(db, federation_gateway):
+    """Client → Hive Gateway over graphql-transport-ws; gateway → subgraph over WebSocket too
+    (its default SSE transport would deliver nothing from Strawberry)."""
+    import asyncio
+
+    from store.publish import publish
+    from tests import factories
+    from tests.subscriptions.support import RUN_PUBLISHED, ws_connection
+
+    url = federation_gateway.replace("http://", "ws://")
+    async with ws_connection(url) as connection:
+        await connection.subscribe("runs", RUN_PUBLISHED)
+        await asyncio.sleep(1.0)  # the gateway opens its own subscription to the subgraph
+        outcome = await publish(db, factories.run_bundle("through-gateway"))
+        message = await connection.next_data("runs")
+    assert message["runPublished"]["run"]["digest"] == outcome.run_digest
+    assert message["runPublished"]["run"]["name"] == "synthetic-through-gateway"
