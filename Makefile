@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The CPU build of torch that lies on this kind of machine's disk (the kernels extra needs torch).
 TORCH_CPU := torch==2.13.0
 
-.PHONY: serve test setup setup-dev bench-api bench-import schema clean
+.PHONY: serve test setup setup-dev bench-api bench-import bench-subscriptions schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ bench-api: setup-dev
 
 bench-import: setup-dev
 	$(BIN)/python bench/import.py
+
+bench-subscriptions: setup-dev
+	$(BIN)/python bench/subscriptions.py
 
 clean:
 	rm -rf $(VENV) federation/node_modules .kernelindex
