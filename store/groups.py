@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
-from registry.comparison import group_identity
+from registry.comparison import GroupIdentity
 from registry.ranking import Entry, RankRule, leader, rank_entries, rank_rule_for
 from store import events
 
@@ -25,16 +25,10 @@ def group_title(bundle: Bundle) -> str:
     return f"{protocol.harness.name} {protocol.comparability_version} · {gpu}"
 
 
-async def ensure_group(db: AsyncDatabase, key: str, bundle: Bundle, digests: dict[str, str], now: datetime) -> None:
-    identity = group_identity(
-        definition_digest=digests["definition"],
-        workload_digest=digests["workload"],
-        protocol=bundle.protocol.spec,
-        environment=bundle.environment.spec,
-    )
+async def ensure_group(db: AsyncDatabase, identity: GroupIdentity, bundle: Bundle, digests: dict[str, str], now: datetime) -> None:
     rule = rank_rule_for(bundle.protocol.spec)
     await db.comparison_groups.update_one(
-        {"_id": key},
+        {"_id": identity.key()},
         {
             "$setOnInsert": {
                 "definitionDigest": identity.definitionDigest,

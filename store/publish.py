@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from registry.comparison import group_identity
+from registry.comparison import GroupIdentity, group_identity
 from registry.digest import manifest_digest
 from registry.evidence import derive_evidence_level
 from registry.manifests import Manifest, ManifestError
@@ -121,14 +121,18 @@ def manifest_document(manifest: Manifest, digest: str, now: datetime) -> dict[st
     return {"_id": digest, **manifest.to_json(), "storedAt": now}
 
 
-def _run_document(bundle: Bundle, digests: dict[str, str], now: datetime) -> dict[str, Any]:
-    spec = bundle.run.spec
-    identity = group_identity(
+def bundle_group(bundle: Bundle, digests: dict[str, str]) -> GroupIdentity:
+    return group_identity(
         definition_digest=digests["definition"],
         workload_digest=digests["workload"],
         protocol=bundle.protocol.spec,
         environment=bundle.environment.spec,
     )
+
+
+def _run_document(bundle: Bundle, digests: dict[str, str], now: datetime) -> dict[str, Any]:
+    spec = bundle.run.spec
+    identity = bundle_group(bundle, digests)
     rule = rank_rule_for(bundle.protocol.spec)
     value, noise = rank_value(rule, spec)
     doc = manifest_document(bundle.run, digests["run"], now)
@@ -195,7 +199,8 @@ async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle]) -> list[Pub
         by_group.setdefault(p.run_doc["groupKey"], []).append(p)
     plans = []
     for key, members in by_group.items():
-        await groups.ensure_group(db, key, members[0].bundle, members[0].digests, now)
+        first = members[0]
+        await groups.ensure_group(db, bundle_group(first.bundle, first.digests), first.bundle, first.digests, now)
         # Ranks go into the new documents before they are inserted; existing members whose
         # rank moves are updated after.
         plans.append(

@@ -10,29 +10,6 @@ from pymongo.asynchronous.database import AsyncDatabase
 from registry.digest import sha256_digest
 
 
-async def save_snapshot(
-    db: AsyncDatabase, *, source: str, url: str, fetched_at: datetime, body: bytes, status: int = 200
-) -> str:
-    """Keep a response once; the same bytes fetched again add nothing. Returns the digest."""
-    digest = sha256_digest(body)
-    await db.source_snapshots.update_one(
-        {"_id": digest},
-        {
-            "$setOnInsert": {
-                "source": source,
-                "url": url,
-                "fetchedAt": fetched_at,
-                "sha256": digest.removeprefix("sha256:"),
-                "status": status,
-                "size": len(body),
-                "body": Binary(body),
-            }
-        },
-        upsert=True,
-    )
-    return digest
-
-
 async def save_snapshots(db: AsyncDatabase, *, source: str, responses: list[tuple[str, datetime, bytes, int]]) -> int:
     """Keep many responses (url, fetched_at, body, status) at once: one read to learn which are
     kept already, one insert for the rest. An unchanged re-fetch writes nothing. Returns how
@@ -43,6 +20,7 @@ async def save_snapshots(db: AsyncDatabase, *, source: str, responses: list[tupl
     docs: dict[str, dict] = {}
     for url, fetched_at, body, status in responses:
         digest = sha256_digest(body)
+        # Content-addressed: the same bytes from another URL are the same snapshot (first kept).
         docs.setdefault(
             digest,
             {
