@@ -87,25 +87,15 @@ class Implementation:
         return fn
 
     def prepare(self) -> None:
-        """Build or compile ahead of timing (extension build; torch.compile happens on first call)."""
-        if self.entry_point.startswith("kernels.ops.qkv_qknorm_backward.ext:"):
-            from kernels.ops.qkv_qknorm_backward import ext
-
-            ext.load()
+        """Build ahead of timing: an extension module's load() (torch.compile compiles on first call)."""
+        module = importlib.import_module(self.entry_point.partition(":")[0])
+        if self.language == "cuda" and hasattr(module, "load"):
+            module.load()
 
 
 def _resolve(entry_point: str) -> Callable:
     module, _, attr = entry_point.partition(":")
     return getattr(importlib.import_module(module), attr)
-
-
-def compiled_reference():
-    """torch.compile of the reference (default mode; shapes recompile automatically)."""
-    import torch
-
-    from kernels.ops.qkv_qknorm_backward.reference import reference
-
-    return torch.compile(reference)
 
 
 _REF_SOURCES = (f"{OP_DIR}/definition.py", f"{OP_DIR}/reference.py")
@@ -127,6 +117,16 @@ _EXT_FUSED_SOURCES = (
     f"{OP_DIR}/ext_fused.py",
     f"{OP_DIR}/csrc/sm90_ptx.cuh",
     f"{OP_DIR}/csrc/fused_sm90.cu",
+)
+
+
+_EXT_CLUSTER_SOURCES = (
+    f"{OP_DIR}/definition.py",
+    f"{OP_DIR}/checks.py",
+    f"{OP_DIR}/nvcc_library.py",
+    f"{OP_DIR}/ext_cluster.py",
+    f"{OP_DIR}/csrc/sm90_ptx.cuh",
+    f"{OP_DIR}/csrc/cluster_sm90.cu",
 )
 
 
@@ -161,8 +161,8 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         operation="051",
         title="torch.compile of the PyTorch reference",
         language="python",
-        entry_point="kernels.implementations:compiled_reference",
-        sources=_REF_SOURCES + ("kernels/implementations.py",),
+        entry_point="kernels.ops.qkv_qknorm_backward.compiled:compiled_reference",
+        sources=_REF_SOURCES + (f"{OP_DIR}/compiled.py",),
         devices=("cuda",),
         variant={"wrapper": "torch.compile", "mode": "default"},
         description="torch.compile(reference), default mode (Inductor).",
@@ -199,6 +199,23 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
             "in place) and flags each token block; TMA/wgmma warpgroups compute dX=G·W and dW=Gᵀ·X "
             "behind those flags, split-K with a deterministic (distributed when co-resident) "
             "fix-up; norm-weight grads reduced in a fixed order."
+        ),
+    ),
+    "ext-cluster": Implementation(
+        name="ext-cluster",
+        operation="051",
+        title="KernelIndex CUDA, norm kernel + cluster split-K wgmma GEMM",
+        language="cuda",
+        entry_point="kernels.ops.qkv_qknorm_backward.ext_cluster:qkv_qknorm_backward",
+        out_entry_point="kernels.ops.qkv_qknorm_backward.ext_cluster:qkv_qknorm_backward_out",
+        sources=_EXT_CLUSTER_SOURCES,
+        devices=("cuda",),
+        variant={"mode": "auto"},
+        description=(
+            "Q/K RMSNorm backward into GQ|GK (GV read in place), then one sm_90a wgmma kernel for "
+            "dX=G·W and dW=Gᵀ·X: split-K across the CTAs of a thread-block cluster, partial tiles "
+            "summed through distributed shared memory in a fixed order; PDL-chained, V-only tiles "
+            "start before the norm ends."
         ),
     ),
 }

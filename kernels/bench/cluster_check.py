@@ -1,0 +1,209 @@
+"""Development check and plan sweep of ext-cluster on the GPU (run in its own process, under a
+timeout):
+
+  python kernels/bench/cluster_check.py OUT.json [--samples N] [--sweep] [--modes auto,dbg-gemm,...]
+
+1. Correctness of mode "auto", both entry points, 2 rounds each, fresh seeded inputs, NaN-poisoned
+   outputs, on odd shapes and the 16 cases: the harness comparator plus the relative L2 error of
+   every output against the fp32 oracle (< 1e-2), and bitwise equality between the entry points.
+2. With --sweep: every forced plan (tile rows, cluster size, CTAs per dW / dX tile, order) at each
+   distinct T of the 16 cases, each checked against the oracle once (a wrong plan is reported and
+   never timed), then timed (graph replay, L2 flushed, median of N).
+3. Graph-replay medians (L2 flushed) per case for the listed modes.
+Prints a short table last; everything goes to OUT.json.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+import time
+import traceback
+
+
+def sweep_modes() -> list[str]:
+    modes = []
+    for bm, cl in itertools.product((128, 256), (1, 2, 4, 8)):
+        for sw, sx in itertools.product((1, 2, 4, 8), repeat=2):
+            if sw <= cl and sx <= cl:
+                for xf in ("", "-xf"):
+                    modes.append(f"bm{bm}-c{cl}-w{sw}-x{sx}{xf}")
+    return modes
+
+
+def summarize_timeline(ntl, gtl) -> dict:
+    """min/median/max µs after the first stamp, per phase; dW and dX CTAs apart."""
+    import torch
+
+    starts = [x for x in (ntl[:, 0], gtl[:, 0]) if len(x)]
+    t0 = int(torch.cat(starts)[torch.cat(starts) > 0].min())
+
+    def mmm(col):
+        col = col[col > 0]
+        if not len(col):
+            return "-"
+        us = ((col - t0).double() / 1000).sort().values
+        return f"{us[0]:.1f}/{us[len(us) // 2]:.1f}/{us[-1]:.1f}"
+
+    out = {"norm_entry": mmm(ntl[:, 0]), "norm_exit": mmm(ntl[:, 1])}
+    names = ["entry", "", "b_issued", "wait_ret", "first_data", "mainloop_done", "sync1", "stored", "exit"]
+    for kind, sel in (("dW", gtl[:, 10] == 1), ("dX", gtl[:, 10] == 0)):
+        g = gtl[sel]
+        if not len(g):
+            continue
+        for k, n in enumerate(names):
+            if n:
+                out[f"{kind}_{n}"] = mmm(g[:, k])
+        life = ((g[:, 8] - g[:, 0]).double() / 1000).sort().values
+        out[f"{kind}_life"] = f"{life[0]:.1f}/{life[len(life) // 2]:.1f}/{life[-1]:.1f}"
+        ok = (g[:, 5] > 0) & (g[:, 4] > 0) & (g[:, 9] > 1)
+        if ok.any():
+            per = ((g[ok, 5] - g[ok, 4]).double() / 1000 / (g[ok, 9] - 1).double()).median()
+            out[f"{kind}_us_per_kb"] = round(float(per), 3)
+        out[f"{kind}_n"] = int(len(g))
+    out["per_cta"] = gtl.tolist()
+    return out
+
+
+def main() -> int:
+    out_path = sys.argv[1]
+    argv = sys.argv[2:]
+    samples = int(argv[argv.index("--samples") + 1]) if "--samples" in argv else 30
+    modes = (argv[argv.index("--modes") + 1].split(",") if "--modes" in argv
+             else ["auto", "nopdl", "dbg-gemm", "dbg-norm"])
+    import torch
+
+    from kernels.harness import timing
+    from kernels.harness.correctness import Tolerance, compare
+    from kernels.ops.qkv_qknorm_backward import definition as d
+    from kernels.ops.qkv_qknorm_backward import ext_cluster as e
+    from kernels.ops.qkv_qknorm_backward.inputs import allocate_outputs, make_inputs
+    from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    result: dict = {"shapes": [], "timing": {}, "sweep": {}, "ok": True}
+    t0 = time.time()
+    e.load()
+    result["load_s"] = round(time.time() - t0, 2)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tol = Tolerance()
+
+    def check(outs, ref, label):
+        checks = [compare(n + label, o, r, d.OUTPUTS[n][1], tol) for n, o, r in zip(d.OUTPUT_NAMES, outs, ref)]
+        rel = {n: float((o.float() - r.float()).norm() / r.float().norm().clamp_min(1e-30))
+               for n, o, r in zip(d.OUTPUT_NAMES, outs, ref)}
+        ok = all(c.passed for c in checks) and all(v < 1e-2 for v in rel.values())
+        return ok, [c.failure for c in checks if not c.passed], rel
+
+    odd = [(1, 1), (3, 77), (2, 1000), (1, 65), (5, 129), (7, 301), (1, 63), (2, 4097), (3, 2731)]
+    for i, (b, s) in enumerate(odd + list(d.CASE_SHAPES)):
+        entry: dict = {"B": b, "S": s, "T": b * s, "plan": e.plan(b * s, sms)}
+        try:
+            for rnd in range(2):
+                inputs = make_inputs(b, s, seed=7000 + 31 * i + rnd, device="cuda")
+                ref = reference_fp32(**inputs)
+                outs = allocate_outputs(b, s, "cuda")
+                e.qkv_qknorm_backward_out(outs, **inputs)
+                fn_outs = e.qkv_qknorm_backward(**inputs)
+                torch.cuda.synchronize()
+                ok1, f1, rel = check(outs, ref, "")
+                ok2, f2, _ = check(fn_outs, ref, "(fn)")
+                det = all(torch.equal(a, c) for a, c in zip(outs, fn_outs))
+                entry.setdefault("rounds", []).append({"passed": ok1 and ok2, "deterministic": det,
+                                                       "failures": f1 + f2,
+                                                       "rel_l2": {k: round(v, 6) for k, v in rel.items()}})
+                if not (ok1 and ok2 and det):
+                    result["ok"] = False
+        except Exception as exc:
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+            entry["trace"] = traceback.format_exc()[-2000:]
+            result["ok"] = False
+        result["shapes"].append(entry)
+        r = entry.get("rounds", [])
+        worst = max((max(x["rel_l2"].values()) for x in r), default=float("nan"))
+        p = entry["plan"]
+        print(f"B={b} S={s} T={b * s}: passed={bool(r) and all(x['passed'] for x in r)} "
+              f"det={bool(r) and all(x['deterministic'] for x in r)} worst_rel_l2={worst:.2e} "
+              f"plan=bm{p['bm']}-c{p['cluster']}-w{p['sw']}-x{p['sx']}{'-xf' if p['x_first'] else ''} "
+              f"grid={p['grid']}" + ("" if r and all(x["passed"] for x in r) else
+                                     f" {entry.get('error', '')} {r[0]['failures'][:3] if r else ''}"), flush=True)
+        if not result["ok"] and "--keep-going" not in argv:
+            break
+
+    flush = timing.L2Flush()
+    if result["ok"] and "--sweep" in argv:
+        tokens = sorted({b * s for b, s in d.CASE_SHAPES})
+        shape_of = {b * s: (b, s) for b, s in d.CASE_SHAPES}
+        for t in tokens:
+            b, s = shape_of[t]
+            inputs = make_inputs(b, s, seed=123 + t, device="cuda")
+            ref = reference_fp32(**inputs)
+            row = {}
+            for m in sweep_modes():
+                try:
+                    outs = e.qkv_qknorm_backward(mode=m, **inputs)
+                    torch.cuda.synchronize()
+                    ok, fails, rel = check(outs, ref, "")
+                    if not ok:
+                        row[m] = {"error": f"wrong: {fails[:2]} {max(rel.values()):.2e}"}
+                        result["ok"] = False
+                        continue
+                    ns = timing.time_graph(lambda **inp: e.qkv_qknorm_backward(mode=m, **inp), inputs,
+                                           warmups=3, samples=15, flush=flush)
+                    row[m] = {"median": timing.stats(ns)["median"], "grid": e.plan(t, sms, m)["grid"]}
+                except Exception as exc:
+                    row[m] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+                    result["ok"] = False
+            result["sweep"][str(t)] = row
+            good = sorted((v["median"], k) for k, v in row.items() if "median" in v)
+            bad = [k for k, v in row.items() if "error" in v]
+            auto = e.plan(t, sms)
+            print(f"sweep T={t:5d}: best " + "  ".join(f"{k} {ns / 1000:.2f}" for ns, k in good[:4])
+                  + f" | auto=bm{auto['bm']}-c{auto['cluster']}-w{auto['sw']}-x{auto['sx']}"
+                  + ("-xf" if auto["x_first"] else "") + (f" | {len(bad)} failed: {bad[:3]} {row[bad[0]]}" if bad else ""),
+                  flush=True)
+
+    if "--timeline" in argv:
+        tl_modes = argv[argv.index("--timeline") + 1].split(",")
+        for t in (131, 1024, 4096, 8192):
+            inputs = make_inputs(1, t, seed=11, device="cuda")
+            for m in tl_modes:
+                # Replayed from a CUDA graph, as the timings are (an eager call would show the
+                # host's launch gap between the two kernels).
+                e.timeline(mode=m, **inputs)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    _, ntl, gtl = e.timeline(mode=m, **inputs)
+                graph.replay()
+                torch.cuda.synchronize()
+                flush()
+                graph.replay()
+                torch.cuda.synchronize()
+                summary = summarize_timeline(ntl.cpu(), gtl.cpu())
+                result.setdefault("timelines", {}).setdefault(str(t), {})[m] = summary
+                print(f"timeline T={t} {m}: " + "; ".join(
+                    f"{k} {v}" for k, v in summary.items() if k != "per_cta"), flush=True)
+
+    for i, (b, s) in enumerate(d.CASE_SHAPES):
+        inputs = make_inputs(b, s, seed=9000 + i, device="cuda")
+        row = {}
+        for m in modes:
+            ns = timing.time_graph(lambda **inp: e.qkv_qknorm_backward(mode=m, **inp), inputs,
+                                   warmups=5, samples=samples, flush=flush)
+            row[m] = timing.stats(ns)
+        result["timing"][str(i)] = {"T": b * s, **row}
+        print(f"case {i:2d} T={b * s:5d}: " + "  ".join(f"{m} {row[m]['median'] / 1000:6.2f}" for m in modes),
+              flush=True)
+    for m in modes:
+        med = [result["timing"][str(i)][m]["median"] for i in range(len(d.CASE_SHAPES))]
+        result.setdefault("geomean_us", {})[m] = round(math.exp(sum(math.log(x) for x in med) / len(med)) / 1000, 3)
+    print("geomean us: " + json.dumps(result.get("geomean_us", {})), flush=True)
+    with open(out_path, "w") as fh:
+        json.dump(result, fh)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
