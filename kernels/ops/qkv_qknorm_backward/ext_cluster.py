@@ -9,8 +9,10 @@ Entry points (arguments are checked in Python before any kernel runs; ValueError
   qkv_qknorm_backward(**inputs, mode="auto") -> the six outputs (definition order)
   qkv_qknorm_backward_out(outputs, **inputs, mode="auto") -> None (destination passing)
 
-Modes: "auto" (the planner's tiles), a forced plan "bm{128|256}-c{C}-w{sw}-x{sx}[-xf]" (tile
-rows, cluster size, CTAs per dW tile, per dX tile; -xf launches the dX tiles first), and "nopdl".
+Modes: "auto" (the planner's tiles), a forced plan "bm{128|256}-c{C}-w{sw}-x{sx}[-xf][-n{N}]" (tile
+rows, cluster size, CTAs per dW tile, per dX tile; -xf launches the dX tiles first; -nN: fused mode,
+the norm done by N CTAs of the GEMM grid in token order, GEMM tiles waiting per token block instead
+of for a separate norm kernel), and "nopdl".
 "dbg-gemm" (no norm kernel) and "dbg-norm" (no GEMM kernel) time the parts: their results are WRONG.
 """
 
@@ -30,10 +32,11 @@ CSRC = Path(__file__).resolve().parent / "csrc"
 LIBRARY = NvccLibrary("kidx_cluster", CSRC / "cluster_sm90.cu", (CSRC / "sm90_ptx.cuh",))
 QK_COLS = 1280
 PLAN_FIELDS = ("bm", "cluster", "sw", "sx", "x_first", "grid", "ncw", "ncx", "nwt", "nxt",
-               "norm_blocks")
-FLAG_PDL, FLAG_NO_NORM, FLAG_NO_GEMM = 1, 2, 4
+               "norm_blocks", "norm_ctas")
+FLAG_PDL, FLAG_NO_NORM, FLAG_NO_GEMM, FLAG_NO_FENCE, FLAG_NORM_ONLY = 1, 2, 4, 8, 16
 DEBUG_MODES = {"dbg-gemm": FLAG_PDL | FLAG_NO_NORM, "dbg-norm": FLAG_PDL | FLAG_NO_GEMM}
-_FORCED = re.compile(r"bm(128|256)-c([1248])-w([1248])-x([1248])(-xf)?")
+_FORCED = re.compile(r"bm(128|256)-c([1248])-w([1248])-x([1248])(-xf)?(?:-n([0-9]{1,3}))?(-dbg-nofence)?(-dbg-normonly)?")
+_AUTO = (0, 0, 0, 0, 0, 0)
 
 _lock = threading.Lock()
 _lib = None
@@ -74,23 +77,25 @@ def _declare(lib) -> None:
     lib.kidxc_error.restype = ctypes.c_char_p
 
 
-def parse_mode(mode: str) -> tuple[tuple[int, int, int, int, int], int]:
-    """mode -> (forced plan {bm, cluster, sw, sx, x_first}, all zero for the planner's; flags)."""
+def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
+    """mode -> (forced plan {bm, cluster, sw, sx, x_first, norm CTAs}, all zero for the planner's;
+    flags)."""
     if mode == "auto":
-        return (0, 0, 0, 0, 0), FLAG_PDL
+        return _AUTO, FLAG_PDL
     if mode == "nopdl":
-        return (0, 0, 0, 0, 0), 0
+        return _AUTO, 0
     if mode in DEBUG_MODES:
-        return (0, 0, 0, 0, 0), DEBUG_MODES[mode]
+        return _AUTO, DEBUG_MODES[mode]
     m = _FORCED.fullmatch(mode)
     if m is None:
         raise ValueError(
-            f"mode: expected 'auto', 'nopdl', 'dbg-gemm', 'dbg-norm' or 'bm<128|256>-c<C>-w<sw>-x<sx>[-xf]' "
-            f"(C, sw, sx in 1, 2, 4, 8), got {mode!r}")
+            f"mode: expected 'auto', 'nopdl', 'dbg-gemm', 'dbg-norm' or "
+            f"'bm<128|256>-c<C>-w<sw>-x<sx>[-xf][-n<norm CTAs>]' (C, sw, sx in 1, 2, 4, 8), got {mode!r}")
     bm, cl, sw, sx = (int(g) for g in m.groups()[:4])
     if sw > cl or sx > cl:
         raise ValueError(f"mode: the CTAs per tile (w{sw}, x{sx}) cannot exceed the cluster size c{cl}")
-    return (bm, cl, sw, sx, 1 if m.group(5) else 0), FLAG_PDL
+    flags = FLAG_PDL | (FLAG_NO_FENCE if m.group(7) else 0) | (FLAG_NORM_ONLY if m.group(8) else 0)
+    return (bm, cl, sw, sx, 1 if m.group(5) else 0, int(m.group(6) or 0)), flags
 
 
 def plan(tokens: int, num_sms: int = 132, mode: str = "auto") -> dict[str, int]:
@@ -99,7 +104,7 @@ def plan(tokens: int, num_sms: int = 132, mode: str = "auto") -> dict[str, int]:
     key = (int(tokens), int(num_sms), forced)
     if key not in _plans:
         out = (ctypes.c_longlong * len(PLAN_FIELDS))()
-        f = (ctypes.c_int * 5)(*forced)
+        f = (ctypes.c_int * 6)(*forced)
         if load().kidxc_plan(key[0], key[1], f, out, len(PLAN_FIELDS)) != len(PLAN_FIELDS):
             raise ValueError(f"ext-cluster: no plan for tokens={tokens}, sms={num_sms}, mode={mode!r}")
         _plans[key] = dict(zip(PLAN_FIELDS, list(out)))
@@ -131,8 +136,12 @@ def _launch(ins: list[Any], outs: tuple, b: int, s: int, mode: str, timelines: t
         pl = plan(b * s, sms, mode)
         gqk = torch.empty((b * s, QK_COLS), dtype=torch.bfloat16, device=device)
         partials = torch.empty((pl["norm_blocks"], 512), dtype=torch.float32, device=device)
+        # Fused plans: per-token-block counts of finished norm rows (+ finished norm CTAs).
+        token_flags = (torch.zeros((b * s + 63) // 64 + 1, dtype=torch.int32, device=device)
+                       if pl["norm_ctas"] else None)
         args = [t.data_ptr() for t in ins] + [t.data_ptr() for t in outs]
-        args += [gqk.data_ptr(), partials.data_ptr(), b, s, sms, *forced, flags]
+        args += [gqk.data_ptr(), partials.data_ptr(), b, s, sms, *forced, flags,
+                 token_flags.data_ptr() if token_flags is not None else 0]
         args += [t.data_ptr() for t in timelines]
         arr = (ctypes.c_ulonglong * len(args))(*args)
         stream = torch.cuda.current_stream(device).cuda_stream
@@ -144,8 +153,8 @@ def _launch(ins: list[Any], outs: tuple, b: int, s: int, mode: str, timelines: t
 
 
 def qkv_qknorm_backward(*, mode: str = "auto", **inputs):
-    b, s = check_inputs(inputs, "cuda")
     parse_mode(mode)
+    b, s = check_inputs(inputs, "cuda")
     import torch
 
     hs = inputs["hidden_states"]
@@ -161,12 +170,12 @@ def qkv_qknorm_backward(*, mode: str = "auto", **inputs):
 
 
 def qkv_qknorm_backward_out(outputs, *, mode: str = "auto", **inputs) -> None:
+    parse_mode(mode)
     b, s = check_inputs(inputs, "cuda")
     check_outputs(outputs, b, s, inputs["hidden_states"].device)
     for name, t in zip(OUTPUT_NAMES, outputs):
         if t.data_ptr() % 16 != 0:
             raise ValueError(f"{name}: output address must be 16-byte aligned")
-    parse_mode(mode)
     _launch(_aligned(inputs), tuple(outputs), b, s, mode)
 
 

@@ -100,29 +100,36 @@ __device__ __forceinline__ uint32_t smid() {
   return r;
 }
 
+// bf16 -> fp32 is a shift: 8 values from one 16-byte load with integer ops only.
 __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const float2 t = __bfloat1622float2(h[i]);
-    f[2 * i] = t.x;
-    f[2 * i + 1] = t.y;
+    f[2 * i] = __uint_as_float(w[i] << 16);
+    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
   }
 }
+// Two fp32 -> bf16 (round to nearest even) in one instruction; `lo` goes to the lower address.
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 
+// One (token, head) row as a lane sees it: 8 of the 256 values. The norm is bound by instruction
+// issue more than by DRAM (measured: ~20 GB/s per SM whatever the bytes in flight), so each value
+// is rounded to bf16 once, two at a time, and kept packed between the passes (unpacking is a
+// shift).
 struct Row {
-  uint4 g, x;
+  uint4 g;  // g; after the first pass ĝ = bf16(g·(1+w))
+  uint4 x;  // x̂
   float rstd;
   int head;  // 0..3 query, 4 key; -1 none
   int token;
 };
 
-__device__ __forceinline__ Row load_row(const NormArgs& a, int r, int tokens, int lane) {
+__device__ __forceinline__ Row load_row_at(const NormArgs& a, int h, int t, int lane) {
   Row row;
-  row.head = -1;
-  if (r >= kQKHeads * tokens) return row;
-  const int h = r / tokens;
-  const int t = r - h * tokens;
   const int b = t / a.seq;
   const int s = t - b * a.seq;
   row.head = h;
@@ -135,54 +142,68 @@ __device__ __forceinline__ Row load_row(const NormArgs& a, int r, int tokens, in
   return row;
 }
 
-// ĝ = bf16(g·(1+w)) for the 8 elements of a lane (w of the Q or the K norm; selected per element
-// so that neither array is indexed at run time).
-__device__ __forceinline__ void scaled_grad(const float (&g)[8], bool is_q, const float (&wq)[8],
-                                            const float (&wk)[8], float (&gh)[8]) {
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const float w = is_q ? wq[i] : wk[i];
-    gh[i] = __bfloat162float(__float2bfloat16_rn(__fmul_rn(g[i], __fadd_rn(1.0f, w))));
+__device__ __forceinline__ Row load_row(const NormArgs& a, int r, int tokens, int lane) {
+  if (r >= kQKHeads * tokens) {
+    Row row;
+    row.head = -1;
+    return row;
   }
+  const int h = r / tokens;
+  return load_row_at(a, h, r - h * tokens, lane);
 }
 
-// grad_norm_weight partials (Σ g·x̂) and this lane's part of Σ ĝ·x̂.
-__device__ __forceinline__ float row_dot(const Row& row, const float (&wq)[8], const float (&wk)[8],
+// First pass: grad_norm_weight partials (Σ g·x̂), ĝ = bf16(g·(1+w)) with w1 = 1+w (the Q or K
+// norm's, selected per element so that no array is indexed at run time), and this lane's part
+// of Σ ĝ·x̂.
+__device__ __forceinline__ float row_dot(Row& row, const float (&w1q)[8], const float (&w1k)[8],
                                          float (&accq)[8], float (&acck)[8]) {
   if (row.head < 0) return 0.f;
   const bool is_q = row.head < 4;
-  float g[8], x[8], gh[8];
+  float g[8], xf[8], gh[8];
   unpack8(row.g, g);
-  unpack8(row.x, x);
-  scaled_grad(g, is_q, wq, wk, gh);
+  unpack8(row.x, xf);
+  if (is_q) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) accq[i] = fmaf(g[i], xf[i], accq[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acck[i] = fmaf(g[i], xf[i], acck[i]);
+  }
+  uint32_t* pk = &row.g.x;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    pk[i] = pack_bf16x2(g[2 * i] * (is_q ? w1q[2 * i] : w1k[2 * i]), g[2 * i + 1] * (is_q ? w1q[2 * i + 1] : w1k[2 * i + 1]));
+  unpack8(row.g, gh);
   float dot = 0.f;
 #pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const float gx = __fmul_rn(g[i], x[i]);
-    if (is_q) accq[i] += gx; else acck[i] += gx;
-    dot = fmaf(gh[i], x[i], dot);
-  }
+  for (int i = 0; i < 8; ++i) dot = fmaf(gh[i], xf[i], dot);
   return dot;
 }
 
-// GQK[token, head*256 + ...] = bf16(rstd · (ĝ − m·x̂)), m = Σ ĝ·x̂ / 256.
-__device__ __forceinline__ void row_store(const NormArgs& a, const Row& row, float dot,
-                                          const float (&wq)[8], const float (&wk)[8], int lane) {
+// Second pass: GQK[token, head*256 + ...] = bf16(rstd · (ĝ − m·x̂)), m = Σ ĝ·x̂ / 256.
+__device__ __forceinline__ void row_store(const NormArgs& a, const Row& row, float dot, int lane) {
   if (row.head < 0) return;
-  float g[8], x[8], gh[8];
-  unpack8(row.g, g);
-  unpack8(row.x, x);
-  scaled_grad(g, row.head < 4, wq, wk, gh);
   const float m = dot * (1.0f / kD);
+  float gh[8], xf[8];
+  unpack8(row.g, gh);
+  unpack8(row.x, xf);
   uint4 out;
-  __nv_bfloat162* o2 = reinterpret_cast<__nv_bfloat162*>(&out);
+  uint32_t* o = &out.x;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float v0 = __fmul_rn(row.rstd, __fsub_rn(gh[2 * i], __fmul_rn(m, x[2 * i])));
-    const float v1 = __fmul_rn(row.rstd, __fsub_rn(gh[2 * i + 1], __fmul_rn(m, x[2 * i + 1])));
-    o2[i] = __floats2bfloat162_rn(v0, v1);
-  }
+  for (int i = 0; i < 4; ++i)
+    o[i] = pack_bf16x2(row.rstd * fmaf(-m, xf[2 * i], gh[2 * i]), row.rstd * fmaf(-m, xf[2 * i + 1], gh[2 * i + 1]));
   reinterpret_cast<uint4*>(a.g + static_cast<int64_t>(row.token) * kQK + row.head * kD)[lane] = out;
+}
+
+// 1 + w of the Q and K norms for this lane's 8 values.
+__device__ __forceinline__ void norm_scales(const NormArgs& a, int lane, float (&w1q)[8], float (&w1k)[8]) {
+  unpack8(__ldg(reinterpret_cast<const uint4*>(a.q_norm_weight) + lane), w1q);
+  unpack8(__ldg(reinterpret_cast<const uint4*>(a.k_norm_weight) + lane), w1k);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    w1q[i] = 1.0f + w1q[i];
+    w1k[i] = 1.0f + w1k[i];
+  }
 }
 
 // Each warp takes RPW consecutive rows (same head, consecutive tokens: contiguous memory), issues
@@ -201,9 +222,8 @@ __global__ void __launch_bounds__(kNormThreads, BPS) norm_qk_kernel(NormArgs a) 
     a.timeline[4 * blockIdx.x] = globaltimer();
     a.timeline[4 * blockIdx.x + 2] = smid();
   }
-  float wq[8], wk[8], accq[8], acck[8];
-  unpack8(__ldg(reinterpret_cast<const uint4*>(a.q_norm_weight) + lane), wq);
-  unpack8(__ldg(reinterpret_cast<const uint4*>(a.k_norm_weight) + lane), wk);
+  float w1q[8], w1k[8], accq[8], acck[8];
+  norm_scales(a, lane, w1q, w1k);
 #pragma unroll
   for (int i = 0; i < 8; ++i) accq[i] = acck[i] = 0.f;
 
@@ -215,13 +235,13 @@ __global__ void __launch_bounds__(kNormThreads, BPS) norm_qk_kernel(NormArgs a) 
     for (int i = 0; i < RPW; ++i) rr[i] = load_row(a, base + i, tokens, lane);
     float dot[RPW];
 #pragma unroll
-    for (int i = 0; i < RPW; ++i) dot[i] = row_dot(rr[i], wq, wk, accq, acck);
+    for (int i = 0; i < RPW; ++i) dot[i] = row_dot(rr[i], w1q, w1k, accq, acck);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
 #pragma unroll
       for (int i = 0; i < RPW; ++i) dot[i] += __shfl_xor_sync(0xffffffffu, dot[i], o);
 #pragma unroll
-    for (int i = 0; i < RPW; ++i) row_store(a, rr[i], dot[i], wq, wk, lane);
+    for (int i = 0; i < RPW; ++i) row_store(a, rr[i], dot[i], lane);
   }
 
 #pragma unroll
@@ -262,6 +282,36 @@ NormShape norm_shape(int tokens, int num_sms) {
   return n;
 }
 
+// ---------------------------------------------------------------- token-block flags (fused mode)
+constexpr int kTB = 64;                      // tokens per token block (= one dW k-block)
+constexpr uint64_t kTimeoutNs = 2000000000ull;  // a spin-wait traps after 2 s instead of hanging
+
+__device__ __forceinline__ int ld_acquire(const int* ptr) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(ptr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;" ::: "memory");
+}
+// Rows of token block tb that exist (the last block may be partial).
+__device__ __forceinline__ int rows_in_tb(int tb, int tokens) {
+  return kQKHeads * min(kTB, tokens - tb * kTB);
+}
+// Wait until token blocks [tb0, tb1) are written; then their rows may be read by TMA (async proxy).
+__device__ __forceinline__ void wait_token_blocks(const int* flags, int tb0, int tb1, int tokens) {
+  const uint64_t t0 = globaltimer();
+  uint32_t n = 0;
+  for (int tb = tb0; tb < tb1; ++tb) {
+    const int need = rows_in_tb(tb, tokens);
+    while (ld_acquire(flags + tb) < need) {
+      __nanosleep(128);  // back off: many producers poll the same few lines
+      if ((++n & 255u) == 0 && globaltimer() - t0 > kTimeoutNs) __trap();
+    }
+  }
+  fence_proxy_async_global();
+}
+
 // ================================================================ 2. cluster GEMM kernel
 
 struct Params {
@@ -278,6 +328,14 @@ struct Params {
   int nwt, nxt;                // dW tiles, dX tiles
   int ncw, ncx;                // dW clusters, dX clusters
   int x_first;                 // dX clusters launch first
+  // Fused mode (norm_ctas > 0): the first norm_ctas CTAs of the grid do the Q/K norm backward in
+  // token-block order and count finished rows in flags[tb]; GEMM CTAs wait for the token blocks
+  // they read instead of for the norm kernel. flags[ntb] counts finished norm CTAs.
+  int norm_ctas;
+  int* flags;                  // [ntb + 1], zero on entry
+  int dbg_no_fence;            // debug (timing only, results may be wrong): publish without fences
+  int dbg_norm_only;           // debug (timing only, results wrong): GEMM CTAs exit at once
+  NormArgs na;
   unsigned long long* timeline;  // debug: [grid][kStamps] globaltimer stamps (see kidxc_launch); or null
 };
 constexpr int kStamps = 12;
@@ -289,7 +347,7 @@ struct Work {
 };
 
 __device__ __forceinline__ Work decode_work(const Params& p) {
-  const int cid = blockIdx.x / p.cl;
+  const int cid = (static_cast<int>(blockIdx.x) - p.norm_ctas) / p.cl;
   const int rank = static_cast<int>(cluster_ctarank());
   int c = cid;
   int is_w;
@@ -468,6 +526,185 @@ __device__ __forceinline__ void reduce_store(const Params& p, const Work& w, uin
   }
 }
 
+// Fused mode, norm CTAs. Work unit = (token block tb of 64 tokens, head h): 64 rows of g and of
+// x̂ (512 bytes each, contiguous within a batch), copied by the bulk-copy engine into a 3-deep
+// ring of 64 KiB slots (one thread issues, so ~192 KiB per SM are in flight: the norm is
+// DRAM-bound, and registers alone could not keep that much in flight). Units go to the norm CTAs
+// round-robin in token-block order; 8 compute warps take 8 rows each, write GQK rows, and publish
+// them (visible to other SMs' TMA loads) by adding their row count to flags[tb].
+// Norm-weight partials: one row per norm CTA; the last CTA to finish sums them in a fixed order.
+constexpr int kNormSlots = 3;
+constexpr int kUnitBytes = kTB * kD * 2;  // 32 KiB of g (and as much of x̂) per unit
+
+__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+          smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
+__device__ void norm_role(const Params& p, uint8_t* smem) {
+  const NormArgs& a = p.na;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int tokens = p.tokens;
+  const int ntb = (tokens + kTB - 1) / kTB;
+  const int units = ntb * kQKHeads;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kNormSlots * 2 * kUnitBytes);
+  uint64_t* empty = full + kNormSlots;
+  if (a.timeline != nullptr && threadIdx.x == 0) {
+    a.timeline[4 * blockIdx.x] = globaltimer();
+    a.timeline[4 * blockIdx.x + 2] = smid();
+  }
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kNormSlots; ++i) {
+      mbar_init(&full[i], 1);
+      mbar_init(&empty[i], 8);  // lane 0 of each compute warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  constexpr int kComputeWarp0 = 4;  // warps 4..11 compute; warp 0 lane 0 copies
+  float accq[8], acck[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) accq[i] = acck[i] = 0.f;
+
+  if (warp == 0 && lane == 0) {
+    int slot = 0;
+    uint32_t phase = 0;
+    for (int u = blockIdx.x; u < units; u += p.norm_ctas) {
+      mbar_wait(&empty[slot], phase ^ 1);
+      const int tb = u / kQKHeads;
+      const int h = u - tb * kQKHeads;
+      const int t0 = tb * kTB;
+      const int n = min(kTB, tokens - t0);
+      mbar_expect_tx(&full[slot], static_cast<uint32_t>(n) * 2 * kD * 2);
+      uint8_t* sg = smem + slot * 2 * kUnitBytes;
+      uint8_t* sx = sg + kUnitBytes;
+      for (int t = t0; t < t0 + n;) {  // one copy per run of tokens inside one batch
+        const int bb = t / a.seq;
+        const int ss = t - bb * a.seq;
+        const int len = min(t0 + n - t, a.seq - ss);
+        const int64_t row = h < 4 ? static_cast<int64_t>(bb * 4 + h) * a.seq + ss : static_cast<int64_t>(bb) * a.seq + ss;
+        const uint32_t bytes = static_cast<uint32_t>(len) * kD * 2;
+        bulk_copy_g2s(sg + (t - t0) * kD * 2, (h < 4 ? a.grad_query : a.grad_key) + row * kD, bytes, &full[slot]);
+        bulk_copy_g2s(sx + (t - t0) * kD * 2, (h < 4 ? a.q_normed : a.k_normed) + row * kD, bytes, &full[slot]);
+        t += len;
+      }
+      if (++slot == kNormSlots) {
+        slot = 0;
+        phase ^= 1;
+      }
+    }
+  } else if (warp >= kComputeWarp0) {
+    const int cw = warp - kComputeWarp0;  // rows [cw*8, cw*8+8) of each unit
+    float w1q[8], w1k[8];
+    norm_scales(a, lane, w1q, w1k);
+    // rstd of this warp's 8 rows: lane i < 8 loads row i's, one unit ahead (a DRAM round trip
+    // per unit would otherwise sit on the critical path).
+    auto load_rstd = [&](int u) -> float {
+      if (u >= units || lane >= 8) return 0.f;
+      const int tb = u / kQKHeads;
+      const int h = u - tb * kQKHeads;
+      const int t = tb * kTB + cw * 8 + lane;
+      if (t >= tokens) return 0.f;
+      const int bb = t / a.seq;
+      const int ss = t - bb * a.seq;
+      return h < 4 ? __ldg(a.q_rstd + static_cast<int64_t>(bb * 4 + h) * a.seq + ss)
+                   : __ldg(a.k_rstd + static_cast<int64_t>(bb) * a.seq + ss);
+    };
+    float rstd_next = load_rstd(blockIdx.x);
+    int slot = 0;
+    uint32_t phase = 0;
+    for (int u = blockIdx.x; u < units; u += p.norm_ctas) {
+      const int tb = u / kQKHeads;
+      const int h = u - tb * kQKHeads;
+      const int t0 = tb * kTB;
+      const int n = min(kTB, tokens - t0);
+      const float rstd_cur = rstd_next;
+      rstd_next = load_rstd(u + p.norm_ctas);
+      mbar_wait(&full[slot], phase);
+      const uint8_t* sg = smem + slot * 2 * kUnitBytes;
+      const uint8_t* sx = sg + kUnitBytes;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        Row rr[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int r = cw * 8 + half * 4 + i;
+          rr[i].head = -1;
+          rr[i].rstd = __shfl_sync(0xffffffffu, rstd_cur, half * 4 + i);
+          if (r < n) {
+            rr[i].head = h;
+            rr[i].token = t0 + r;
+            rr[i].g = *reinterpret_cast<const uint4*>(sg + r * kD * 2 + lane * 16);
+            rr[i].x = *reinterpret_cast<const uint4*>(sx + r * kD * 2 + lane * 16);
+          }
+        }
+        float dot[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) dot[i] = row_dot(rr[i], w1q, w1k, accq, acck);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) dot[i] += __shfl_xor_sync(0xffffffffu, dot[i], o);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) row_store(a, rr[i], dot[i], lane);
+      }
+      // Publish: every lane's stores reach the GPU and the async proxy before the count does.
+      if (!p.dbg_no_fence) {
+        __threadfence();
+        fence_proxy_async_global();
+      }
+      __syncwarp();
+      if (lane == 0) {
+        const int done = min(8, n - cw * 8);
+        if (done > 0) atomicAdd(p.flags + tb, done);
+        mbar_arrive(&empty[slot]);
+      }
+      if (++slot == kNormSlots) {
+        slot = 0;
+        phase ^= 1;
+      }
+    }
+  }
+  // Norm-weight partials of this CTA (the ring is idle now: every copy was consumed).
+  __syncthreads();
+  float* red = reinterpret_cast<float*>(smem);
+  if (warp >= kComputeWarp0) {
+    const int cw = warp - kComputeWarp0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      red[cw * 2 * kD + lane * 8 + i] = accq[i];
+      red[cw * 2 * kD + kD + lane * 8 + i] = acck[i];
+    }
+  }
+  __syncthreads();
+  float* partials = const_cast<float*>(p.norm_partials);
+  for (int d = threadIdx.x; d < 2 * kD; d += kThreads) {
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) sum += red[w * 2 * kD + d];
+    partials[static_cast<int64_t>(blockIdx.x) * 2 * kD + d] = sum;
+  }
+  __threadfence();
+  __syncthreads();
+  if (a.timeline != nullptr && threadIdx.x == 0) a.timeline[4 * blockIdx.x + 1] = globaltimer();
+  int* last = reinterpret_cast<int*>(red + 8 * 2 * kD);
+  if (threadIdx.x == 0) *last = atomicAdd(p.flags + ntb, 1) == p.norm_ctas - 1;
+  __syncthreads();
+  if (*last) {
+    __threadfence();
+    for (int d = threadIdx.x; d < 2 * kD; d += kThreads) {
+      float sum = 0.f;
+      for (int q = 0; q < p.norm_ctas; ++q) sum += __ldcg(partials + static_cast<int64_t>(q) * 2 * kD + d);
+      if (d < kD) p.dq_norm[d] = sum; else p.dk_norm[d - kD] = sum;
+    }
+  }
+}
+
 template <int WM>
 __global__ void __launch_bounds__(kThreads, 1)
     cluster_gemm_kernel(const __grid_constant__ CUtensorMap tm_g, const __grid_constant__ CUtensorMap tm_v,
@@ -483,6 +720,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int STAGES = (WM == 64) ? 6 : 4;
   constexpr uint32_t STAGE_TX = A_BYTES + B_BYTES;
   static_assert(BM * kBN * 4 <= STAGES * (A_BYTES + B_BYTES), "partial tile must fit in the stages");
+  static_assert(kNormSlots * 2 * kUnitBytes <= STAGES * (A_BYTES + B_BYTES), "norm ring must fit in the stages");
 
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -494,6 +732,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   // After the mainloop the stages hold this CTA's fp32 partial tile (all loads were consumed).
   uint8_t* red = smem;
 
+  if (static_cast<int>(blockIdx.x) < p.norm_ctas) {
+    norm_role(p, smem);
+    return;
+  }
+  if (p.dbg_norm_only) return;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const Work w = decode_work(p);
@@ -562,20 +805,30 @@ __global__ void __launch_bounds__(kThreads, 1)
       // W, X and GV are inputs: fetch the B tiles of the first stages (and everything of a
       // V-only tile) before waiting for the norm kernel; only GQK loads wait for it.
       const bool reads_gqk = w.is_w ? (m0 < kQK) : (w.kb0 < kKBQK);
+      const bool fused = p.norm_ctas > 0;
+      // Fused mode: a dW tile waits for each token block (= k-block) it reads, a dX tile once for
+      // the token blocks of its rows.
+      const bool wait_per_kb = fused && reads_gqk && w.is_w;
       const int npre = min(STAGES, nkb);
       for (int i = 0; i < npre; ++i) {
         mbar_expect_tx(&full[i], STAGE_TX);
         load_b(w.kb0 + i, i);
       }
       if (tl) tl[2] = globaltimer();
-      if (reads_gqk) pdl_wait();
+      if (reads_gqk && !fused) pdl_wait();
+      if (reads_gqk && fused && !w.is_w)
+        wait_token_blocks(p.flags, m0 / kTB, min((m0 + BM + kTB - 1) / kTB, (p.tokens + kTB - 1) / kTB), p.tokens);
       if (tl) tl[3] = globaltimer();
-      for (int i = 0; i < npre; ++i) load_a(w.kb0 + i, i);
+      for (int i = 0; i < npre; ++i) {
+        if (wait_per_kb) wait_token_blocks(p.flags, w.kb0 + i, w.kb0 + i + 1, p.tokens);
+        load_a(w.kb0 + i, i);
+      }
       int stage = npre % STAGES;
       uint32_t phase = npre == STAGES ? 1 : 0;
       for (int kb = w.kb0 + npre; kb < w.kb1; ++kb) {
         mbar_wait(&empty[stage], phase ^ 1);
         mbar_expect_tx(&full[stage], STAGE_TX);
+        if (wait_per_kb) wait_token_blocks(p.flags, kb, kb + 1, p.tokens);
         load_a(kb, stage);
         load_b(kb, stage);
         if (++stage == STAGES) {
@@ -583,7 +836,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           phase ^= 1;
         }
       }
-    } else if (warp >= 1 && p.norm_parts > 0) {
+    } else if (warp >= 1 && p.norm_parts > 0 && p.norm_ctas == 0) {
       pdl_wait();
       finalize_norm_weight(p, fin, threadIdx.x - 32);
     }
@@ -733,12 +986,15 @@ cudaError_t ensure_smem_attr(int bm) {
 }
 
 struct Plan {
-  int bm, cl, sw, sx, x_first;
+  int bm, cl, sw, sx, x_first, norm_ctas;
   int tokens, kbw, nwt, nxt, ncw, ncx, grid, norm_blocks;
 };
 
-Plan shape_plan(int tokens, int num_sms, int bm, int cl, int sw, int sx, int x_first) {
+// grid counts every CTA launched (the norm CTAs of fused mode too); norm_blocks = rows of the
+// norm-weight partials (norm kernel blocks, or the norm CTAs in fused mode).
+Plan shape_plan(int tokens, int num_sms, int bm, int cl, int sw, int sx, int x_first, int norm_ctas) {
   Plan p{};
+  p.norm_ctas = (norm_ctas + cl - 1) / cl * cl;  // whole clusters
   p.bm = bm;
   p.cl = cl;
   p.sw = sw;
@@ -750,8 +1006,8 @@ Plan shape_plan(int tokens, int num_sms, int bm, int cl, int sw, int sx, int x_f
   p.nxt = ((tokens + bm - 1) / bm) * kNT;
   p.ncw = (p.nwt + cl / sw - 1) / (cl / sw);
   p.ncx = (p.nxt + cl / sx - 1) / (cl / sx);
-  p.grid = (p.ncw + p.ncx) * cl;
-  p.norm_blocks = norm_shape(tokens, num_sms).grid;
+  p.grid = (p.ncw + p.ncx) * cl + p.norm_ctas;
+  p.norm_blocks = p.norm_ctas > 0 ? p.norm_ctas : norm_shape(tokens, num_sms).grid;
   return p;
 }
 
@@ -760,24 +1016,24 @@ Plan shape_plan(int tokens, int num_sms, int bm, int cl, int sw, int sx, int x_f
 // plan per range of T. Few tokens: dX (K = 1536) split over a cluster, dW (K = T) not; ~1k
 // tokens: no split; more: 256-row tiles with split dW.
 struct TableRow {
-  int max_tokens, bm, cl, sw, sx, x_first;
+  int max_tokens, bm, cl, sw, sx, x_first, norm_ctas;
 };
 constexpr TableRow kPlanTable[] = {
-    {384, 128, 4, 1, 4, 1},
-    {768, 128, 2, 1, 2, 1},
-    {1280, 128, 1, 1, 1, 1},
-    {1792, 128, 1, 1, 1, 0},
-    {3072, 256, 4, 2, 1, 1},
-    {6144, 128, 2, 1, 2, 0},
-    {1 << 30, 256, 2, 2, 2, 0},
+    {384, 128, 4, 1, 4, 1, 0},
+    {768, 128, 2, 1, 2, 1, 0},
+    {1792, 128, 1, 1, 1, 1, 0},
+    {3072, 256, 4, 2, 1, 1, 0},
+    {6144, 128, 1, 1, 1, 0, 0},
+    {1 << 30, 256, 4, 2, 1, 0, 0},
 };
 
 Plan make_plan(int tokens, int num_sms, const int* forced) {
   if (forced != nullptr && forced[0] != 0)
-    return shape_plan(tokens, num_sms, forced[0], forced[1], forced[2], forced[3], forced[4]);
+    return shape_plan(tokens, num_sms, forced[0], forced[1], forced[2], forced[3], forced[4], forced[5]);
   for (const TableRow& r : kPlanTable)
-    if (tokens <= r.max_tokens) return shape_plan(tokens, num_sms, r.bm, r.cl, r.sw, r.sx, r.x_first);
-  return shape_plan(tokens, num_sms, 128, 1, 1, 1, 0);
+    if (tokens <= r.max_tokens)
+      return shape_plan(tokens, num_sms, r.bm, r.cl, r.sw, r.sx, r.x_first, r.norm_ctas);
+  return shape_plan(tokens, num_sms, 128, 1, 1, 1, 0, 0);
 }
 
 bool valid_forced(const int* f) {
@@ -785,7 +1041,7 @@ bool valid_forced(const int* f) {
   const int bm = f[0], cl = f[1], sw = f[2], sx = f[3];
   auto pow2 = [](int v) { return v == 1 || v == 2 || v == 4 || v == 8; };
   return (bm == 128 || bm == 256) && pow2(cl) && pow2(sw) && pow2(sx) && sw <= cl && sx <= cl &&
-         (f[4] == 0 || f[4] == 1);
+         (f[4] == 0 || f[4] == 1) && f[5] >= 0 && f[5] <= 1024;
 }
 
 }  // namespace
@@ -793,16 +1049,18 @@ bool valid_forced(const int* f) {
 
 extern "C" {
 
-// forced: NULL or 5 ints {bm, cluster, sw, sx, x_first} (bm 0 = the planner's choice).
-// out[0..10]: bm, cluster, sw, sx, x_first, grid, ncw, ncx, nwt, nxt, norm blocks.
+// forced: NULL or 6 ints {bm, cluster, sw, sx, x_first, norm CTAs (0: two kernels)} (bm 0 = the
+// planner's choice). out[0..11]: bm, cluster, sw, sx, x_first, grid, ncw, ncx, nwt, nxt, norm
+// blocks (partials rows), norm CTAs (fused mode; 0 = separate norm kernel).
 // Returns the number of values written, or -1 for bad arguments.
 int kidxc_plan(long long tokens, int num_sms, const int* forced, long long* out, int nout) {
   using namespace kidxc;
-  if (tokens < 1 || tokens >= (1LL << 30) || num_sms < 1 || nout < 11 || !valid_forced(forced)) return -1;
+  if (tokens < 1 || tokens >= (1LL << 30) || num_sms < 1 || nout < 12 || !valid_forced(forced)) return -1;
   const Plan p = make_plan(static_cast<int>(tokens), num_sms, forced);
-  const long long v[11] = {p.bm, p.cl, p.sw, p.sx, p.x_first, p.grid, p.ncw, p.ncx, p.nwt, p.nxt, p.norm_blocks};
-  for (int i = 0; i < 11; ++i) out[i] = v[i];
-  return 11;
+  const long long v[12] = {p.bm, p.cl, p.sw, p.sx, p.x_first, p.grid, p.ncw, p.ncx, p.nwt, p.nxt,
+                           p.norm_blocks, p.norm_ctas};
+  for (int i = 0; i < 12; ++i) out[i] = v[i];
+  return 12;
 }
 
 // args (device pointers, then ints), in this order:
@@ -810,24 +1068,28 @@ int kidxc_plan(long long tokens, int num_sms, const int* forced, long long* out,
 //  7 q_norm_weight 8 k_norm_weight 9 q_rstd 10 k_rstd 11 q_normed 12 k_normed
 //  13 grad_hidden 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight
 //  18 grad_k_norm_weight 19 gqk [T,1280] 20 norm partials [norm blocks,512]
-//  21 batch 22 seq 23 num_sms 24..28 forced plan (bm 0 = auto) 29 flags (bit 0: PDL;
-//  bit 1: skip the norm kernel, bit 2: skip the GEMM kernel — timing only, results wrong)
-//  [30 debug: norm timeline [norm blocks][4] u64 or 0, 31 GEMM timeline [grid][12] u64 or 0:
+//  21 batch 22 seq 23 num_sms 24..29 forced plan (bm 0 = auto) 30 flags (bit 0: PDL;
+//  debug bits, timing parts only, results wrong or unreliable: bit 1 skip the norm kernel,
+//  bit 2 skip the GEMM kernel (two-kernel plans); bit 3 publish norm rows without fences,
+//  bit 4 GEMM CTAs exit at once (fused plans)) 31 token-block flags [ceil(T/64) + 1] int32,
+//  zeroed (fused plans; else 0)
+//  [32 debug: norm timeline [norm blocks][4] u64 or 0, 33 GEMM timeline [grid][12] u64 or 0:
 //   0 entry, 1 SM, 2 B tiles issued, 3 norm wait returned, 4 first k-block arrived, 5 mainloop
 //   done, 6 partials visible in the cluster, 7 sums stored, 8 exit, 9 k-blocks, 10 is dW]
 // Returns a cudaError_t value (0 = success), -1 when a tensor map could not be encoded, -2 for
 // bad arguments.
 int kidxc_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxc;
-  if (n < 30) return -2;
+  if (n < 32) return -2;
   cudaStream_t stream = reinterpret_cast<cudaStream_t>(stream_ptr);
   auto bf = [&](int i) { return reinterpret_cast<__nv_bfloat16*>(a[i]); };
   const int batch = static_cast<int>(a[21]);
   const int seq = static_cast<int>(a[22]);
   const int sms = static_cast<int>(a[23]);
-  int forced[5];
-  for (int i = 0; i < 5; ++i) forced[i] = static_cast<int>(a[24 + i]);
-  const int flags = static_cast<int>(a[29]);
+  int forced[6];
+  for (int i = 0; i < 6; ++i) forced[i] = static_cast<int>(a[24 + i]);
+  const int flags = static_cast<int>(a[30]);
+  int* token_flags = reinterpret_cast<int*>(a[31]);
   const int64_t tokens = static_cast<int64_t>(batch) * seq;
   if (batch < 1 || seq < 1 || tokens >= (1LL << 30) || sms < 1 || !valid_forced(forced)) return -2;
   const Plan plan = make_plan(static_cast<int>(tokens), sms, forced);
@@ -845,9 +1107,11 @@ int kidxc_launch(const unsigned long long* a, int n, void* stream_ptr) {
   na.partials = reinterpret_cast<float*>(a[20]);
   na.batch = batch;
   na.seq = seq;
-  na.timeline = n > 30 ? reinterpret_cast<unsigned long long*>(a[30]) : nullptr;
-  const bool run_norm = !(flags & 2);
-  const bool run_gemm = !(flags & 4);
+  na.timeline = n > 32 ? reinterpret_cast<unsigned long long*>(a[32]) : nullptr;
+  const bool fused = plan.norm_ctas > 0;
+  if (fused && token_flags == nullptr) return -2;
+  const bool run_norm = !(flags & 2) || fused;
+  const bool run_gemm = !(flags & 4) || fused;
   // Encode the GEMM's tensor maps first: the two launches then follow each other closely.
   CUtensorMap tm_g, tm_v, tm_x, tm_wq, tm_wk, tm_wv, tm_dx, tm_dwq, tm_dwk, tm_dwv;
   if (!make_map(&tm_g, bf(19), tokens, kQK, kQK) || !make_map(&tm_v, bf(2), tokens, kD, kD) ||
@@ -856,7 +1120,7 @@ int kidxc_launch(const unsigned long long* a, int n, void* stream_ptr) {
       !make_map(&tm_dx, bf(13), tokens, kHidden, kHidden) || !make_map(&tm_dwq, bf(14), 1024, kHidden, kHidden) ||
       !make_map(&tm_dwk, bf(15), 256, kHidden, kHidden) || !make_map(&tm_dwv, bf(16), 256, kHidden, kHidden))
     return -1;
-  if (run_norm) {
+  if (run_norm && !fused) {
     switch (norm_shape(static_cast<int>(tokens), sms).rpw) {
       case 4: norm_qk_kernel<4, 2><<<plan.norm_blocks, kNormThreads, 0, stream>>>(na); break;
       case 2: norm_qk_kernel<2, 3><<<plan.norm_blocks, kNormThreads, 0, stream>>>(na); break;
@@ -887,7 +1151,12 @@ int kidxc_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.ncw = plan.ncw;
   p.ncx = plan.ncx;
   p.x_first = plan.x_first;
-  p.timeline = n > 31 ? reinterpret_cast<unsigned long long*>(a[31]) : nullptr;
+  p.timeline = n > 33 ? reinterpret_cast<unsigned long long*>(a[33]) : nullptr;
+  p.norm_ctas = plan.norm_ctas;
+  p.dbg_no_fence = (flags & 8) ? 1 : 0;
+  p.dbg_norm_only = (flags & 16) ? 1 : 0;
+  p.flags = token_flags;
+  p.na = na;
 
   cudaError_t err = ensure_smem_attr(plan.bm);
   if (err != cudaSuccess) return err;
@@ -904,7 +1173,7 @@ int kidxc_launch(const unsigned long long* a, int n, void* stream_ptr) {
   attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[1].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = (flags & 1) && run_norm ? 2 : 1;
+  cfg.numAttrs = (flags & 1) && run_norm && !fused ? 2 : 1;
   if (plan.bm == 128)
     err = cudaLaunchKernelEx(&cfg, cluster_gemm_kernel<64>, tm_g, tm_v, tm_x, tm_wq, tm_wk, tm_wv, tm_dx, tm_dwq,
                              tm_dwk, tm_dwv, p);
