@@ -14,7 +14,10 @@ async def test_both_groups_under_one_operation_and_the_verified_h200_run(api, db
     data = await api.data("""{
       ours: definition(name: "kernelindex-051-qkv-qknorm-backward") {
         relatedDefinitions { name }
-        comparisonGroups(includeRelated: true) { title gpu { product } rankRule { metric order } size }
+        comparisonGroups(includeRelated: true) {
+          title gpu { product } rankRule { metric order } size
+          leader { implementation { name } primaryMeasurement { valueNs } }
+        }
       }
       verified: runs(filter: {evidenceLevel: KERNELINDEX_VERIFIED}) { edges { node {
         status environment { gpu { product } } implementation { name code { digest } }
@@ -27,6 +30,11 @@ async def test_both_groups_under_one_operation_and_the_verified_h200_run(api, db
     assert set(titles) == {"kernelindex-controlled v1 · H200", "SOL-ExecBench v1.1 · B200"}
     assert titles["kernelindex-controlled v1 · H200"]["rankRule"] == {"metric": "median", "order": "asc"}
     assert titles["SOL-ExecBench v1.1 · B200"]["rankRule"] == {"metric": "sol_score", "order": "desc"}
+    # Both H200 sessions' side-by-side runs (6 + 4) and the verified rerun; the fastest is #1.
+    h200 = titles["kernelindex-controlled v1 · H200"]
+    assert h200["size"] == 11
+    assert h200["leader"]["implementation"]["name"] == "kernelindex-051-ext-cluster"
+    assert 31_000 < h200["leader"]["primaryMeasurement"]["valueNs"] < 33_000  # 31.95 µs geomean
 
     [run] = [e["node"] for e in data["verified"]["edges"]]
     assert run["status"] == "passed" and run["environment"]["gpu"]["product"] == "NVIDIA H200"

@@ -1,0 +1,21 @@
+"""One call of ext-cluster at T tokens for Nsight Compute (kernels/bench/cluster_ncu.sh): warm-up
+calls first (so that only the profiled launches remain), then one call with the L2 flushed."""
+
+import sys
+
+import torch
+
+from kernels.harness import timing
+from kernels.ops.qkv_qknorm_backward import ext_cluster as e
+from kernels.ops.qkv_qknorm_backward.inputs import make_inputs
+
+tokens = int(sys.argv[1]) if len(sys.argv) > 1 else 8192
+inputs = make_inputs(1, tokens, seed=5, device="cuda")
+for _ in range(3):
+    e.qkv_qknorm_backward(**inputs)
+torch.cuda.synchronize()
+timing.L2Flush()()
+torch.cuda.cudart().cudaProfilerStart()
+e.qkv_qknorm_backward(**inputs)
+torch.cuda.synchronize()
+torch.cuda.cudart().cudaProfilerStop()
