@@ -33,7 +33,7 @@ MAX_LEASE_SECONDS = 24 * 3600
 @strawberry.input
 class BenchmarkJobRequestInput:
     definition: strawberry.ID
-    implementation: str = strawberry.field(description="The implementation's name in the runners' kernels registry, e.g. \"ext\".")
+    implementation: str = strawberry.field(description="The ImplementationRevision's name, e.g. \"kernelindex-051-ext-cluster\" (registry entry \"ext-cluster\").")
     gpu: str = strawberry.field(description='GPU product, e.g. "NVIDIA H200"; a CPU model name for the CPU harness mode.')
     idempotency_key: str
     cases: list[int] | None = strawberry.field(default=None, description="Case indexes of the workload; all when omitted.")
