@@ -145,6 +145,23 @@ def _ext(name: str, mode: str, title: str, description: str) -> Implementation:
     )
 
 
+def _own_module(name: str, module: str, sources: tuple[str, ...], title: str, description: str) -> Implementation:
+    """A CUDA implementation with its own module of the operation (entry points
+    qkv_qknorm_backward and qkv_qknorm_backward_out), registered in its "auto" mode."""
+    return Implementation(
+        name=name,
+        operation="051",
+        title=title,
+        language="cuda",
+        entry_point=f"kernels.ops.qkv_qknorm_backward.{module}:qkv_qknorm_backward",
+        out_entry_point=f"kernels.ops.qkv_qknorm_backward.{module}:qkv_qknorm_backward_out",
+        sources=sources,
+        devices=("cuda",),
+        variant={"mode": "auto"},
+        description=description,
+    )
+
+
 IMPLEMENTATIONS: dict[str, Implementation] = {
     "reference": Implementation(
         name="reference",
@@ -184,39 +201,21 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         "ext-wgmma256", "wgmma256", "KernelIndex CUDA extension, 256-row GEMM tiles",
         "As ext, with 256x128 tiles forced.",
     ),
-    "ext-fused": Implementation(
-        name="ext-fused",
-        operation="051",
-        title="KernelIndex CUDA, one persistent kernel (norm backward fused into the GEMMs)",
-        language="cuda",
-        entry_point="kernels.ops.qkv_qknorm_backward.ext_fused:qkv_qknorm_backward",
-        out_entry_point="kernels.ops.qkv_qknorm_backward.ext_fused:qkv_qknorm_backward_out",
-        sources=_EXT_FUSED_SOURCES,
-        devices=("cuda",),
-        variant={"mode": "auto"},
-        description=(
-            "One persistent sm_90a kernel: a norm warpgroup per CTA writes GQ|GK once (GV is read "
-            "in place) and flags each token block; TMA/wgmma warpgroups compute dX=G·W and dW=Gᵀ·X "
-            "behind those flags, split-K with a deterministic (distributed when co-resident) "
-            "fix-up; norm-weight grads reduced in a fixed order."
-        ),
+    "ext-fused": _own_module(
+        "ext-fused", "ext_fused", _EXT_FUSED_SOURCES,
+        "KernelIndex CUDA, one persistent kernel (norm backward fused into the GEMMs)",
+        "One persistent sm_90a kernel: a norm warpgroup per CTA writes GQ|GK once (GV is read "
+        "in place) and flags each token block; TMA/wgmma warpgroups compute dX=G·W and dW=Gᵀ·X "
+        "behind those flags, split-K with a deterministic (distributed when co-resident) "
+        "fix-up; norm-weight grads reduced in a fixed order.",
     ),
-    "ext-cluster": Implementation(
-        name="ext-cluster",
-        operation="051",
-        title="KernelIndex CUDA, norm kernel + cluster split-K wgmma GEMM",
-        language="cuda",
-        entry_point="kernels.ops.qkv_qknorm_backward.ext_cluster:qkv_qknorm_backward",
-        out_entry_point="kernels.ops.qkv_qknorm_backward.ext_cluster:qkv_qknorm_backward_out",
-        sources=_EXT_CLUSTER_SOURCES,
-        devices=("cuda",),
-        variant={"mode": "auto"},
-        description=(
-            "Q/K RMSNorm backward into GQ|GK (GV read in place), then one sm_90a wgmma kernel for "
-            "dX=G·W and dW=Gᵀ·X: split-K across the CTAs of a thread-block cluster, partial tiles "
-            "summed through distributed shared memory in a fixed order; PDL-chained, V-only tiles "
-            "start before the norm ends."
-        ),
+    "ext-cluster": _own_module(
+        "ext-cluster", "ext_cluster", _EXT_CLUSTER_SOURCES,
+        "KernelIndex CUDA, norm kernel + cluster split-K wgmma GEMM",
+        "Q/K RMSNorm backward into GQ|GK (GV read in place), then one sm_90a wgmma kernel for "
+        "dX=G·W and dW=Gᵀ·X: split-K across the CTAs of a thread-block cluster, partial tiles "
+        "summed through distributed shared memory in a fixed order; PDL-chained, V-only tiles "
+        "start before the norm ends.",
     ),
 }
 

@@ -15,6 +15,7 @@ Prints a short table last; everything goes to OUT.json.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -66,7 +67,7 @@ def summarize_timeline(ntl, gtl) -> dict:
         if ok.any():
             per = ((g[ok, 5] - g[ok, 4]).double() / 1000 / (g[ok, 9] - 1).double()).median()
             out[f"{kind}_us_per_kb"] = round(float(per), 3)
-        out[f"{kind}_n"] = int(len(g))
+        out[f"{kind}_n"] = len(g)
     out["per_cta"] = gtl.tolist()
     return out
 
@@ -176,7 +177,7 @@ def main() -> int:
                         row[m] = {"error": f"wrong: {fails[:2]} {max(rel.values()):.2e}"}
                         result["ok"] = False
                         continue
-                    ns = timing.time_graph(lambda **inp: e.qkv_qknorm_backward(mode=m, **inp), inputs,
+                    ns = timing.time_graph(functools.partial(e.qkv_qknorm_backward, mode=m), inputs,
                                            warmups=3, samples=15, flush=flush)
                     row[m] = {"median": timing.stats(ns)["median"], "grid": e.plan(t, sms, m)["grid"]}
                 except Exception as exc:
@@ -216,7 +217,7 @@ def main() -> int:
         inputs = make_inputs(b, s, seed=9000 + i, device="cuda")
         row = {}
         for m in modes:
-            ns = timing.time_graph(lambda **inp: e.qkv_qknorm_backward(mode=m, **inp), inputs,
+            ns = timing.time_graph(functools.partial(e.qkv_qknorm_backward, mode=m), inputs,
                                    warmups=5, samples=samples, flush=flush)
             row[m] = timing.stats(ns)
         result["timing"][str(i)] = {"T": b * s, **row}

@@ -9,45 +9,25 @@ from __future__ import annotations
 import ctypes
 import math
 import os
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from kernels.implementations import get
 from kernels.ops.qkv_qknorm_backward import ext_cluster
+from tests.kernels.sm90 import compile_sm90a, nvcc, spill_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
-CSRC = ROOT / "kernels" / "ops" / "qkv_qknorm_backward" / "csrc"
-
-
-def _nvcc() -> str | None:
-    for candidate in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if candidate and os.path.exists(candidate):
-            return candidate
-    return None
 
 
 def test_cluster_source_compiles_for_sm90a_without_spills(tmp_path):
-    nvcc = _nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc is not installed")
-    cmd = [nvcc, "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
-           "-c", str(CSRC / "cluster_sm90.cu"), "-o", str(tmp_path / "cluster.o")]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-4000:]
-    log = out.stdout + out.stderr
-    assert "C7520" not in log and "C7510" not in log, log[-3000:]  # wgmma not serialized
-    spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
-    # 2 GEMM instantiations + 3 norm kernels, none spilling
-    assert len(spills) == 5 and max(spills) == 0, log[-3000:]
+    spills = spill_bytes(compile_sm90a("cluster_sm90.cu", tmp_path))  # (wgmma not serialized)
+    assert len(spills) == 5 and max(spills) == 0  # 2 GEMM instantiations + 3 norm kernels
 
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    if _nvcc() is None:
+    if nvcc() is None:
         pytest.skip("nvcc is not installed")
     build = tmp_path_factory.mktemp("kbuild")
     old = os.environ.get("KERNELINDEX_BUILD_DIR")

@@ -4,10 +4,6 @@ arguments before anything is built or launched, and its registration is its own 
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,35 +11,18 @@ import pytest
 from kernels.implementations import get
 from kernels.ops.qkv_qknorm_backward import definition as d
 from kernels.ops.qkv_qknorm_backward import ext_fused
+from tests.kernels.sm90 import compile_sm90a, nvcc, spill_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
-CSRC = ROOT / "kernels" / "ops" / "qkv_qknorm_backward" / "csrc"
-
-
-def _nvcc() -> str | None:
-    for candidate in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if candidate and os.path.exists(candidate):
-            return candidate
-    return None
 
 
 def test_fused_source_compiles_for_sm90a(tmp_path):
-    nvcc = _nvcc()
-    if nvcc is None:
-        pytest.skip("nvcc is not installed")
-    cmd = [nvcc, "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
-           "-c", str(CSRC / "fused_sm90.cu"), "-o", str(tmp_path / "fused.o")]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-4000:]
-    assert (tmp_path / "fused.o").stat().st_size > 0
-    log = out.stdout + out.stderr
-    assert "C7520" not in log and "C7510" not in log, log[-3000:]  # wgmma not serialized
-    spills = [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
-    assert spills and max(spills) <= 128, log[-3000:]  # the kernel (nearly) fits 128 registers
+    spills = spill_bytes(compile_sm90a("fused_sm90.cu", tmp_path))  # (wgmma not serialized)
+    assert spills and max(spills) <= 128  # the kernel (nearly) fits 128 registers
 
 
 def test_fused_library_builds_with_the_modules_flags(tmp_path, monkeypatch):
-    if _nvcc() is None:
+    if nvcc() is None:
         pytest.skip("nvcc is not installed")
     monkeypatch.setenv("KERNELINDEX_BUILD_DIR", str(tmp_path))
     path = ext_fused.build()
