@@ -20,7 +20,8 @@ def main() -> int:
     import torch
 
     from kernels.harness import timing
-    from kernels.harness.correctness import Tolerance, compare
+    from kernels.bench.oracle import compare_outputs
+    from kernels.harness.correctness import Tolerance
     from kernels.ops.qkv_qknorm_backward import definition as d
     from kernels.ops.qkv_qknorm_backward import ext
     from kernels.ops.qkv_qknorm_backward.inputs import allocate_outputs, make_inputs
@@ -46,11 +47,10 @@ def main() -> int:
                 outs = allocate_outputs(b, s, "cuda")
                 ext.qkv_qknorm_backward_out(outs, mode=mode, **inputs)
                 torch.cuda.synchronize()
-                checks = [compare(n, o, r, d.OUTPUTS[n][1], tol) for n, o, r in zip(d.OUTPUT_NAMES, outs, ref)]
+                checks = compare_outputs(outs, ref, tol)
                 fn_outs = ext.qkv_qknorm_backward(mode=mode, **inputs)
                 torch.cuda.synchronize()
-                checks += [compare(n + "(fn)", o, r, d.OUTPUTS[n][1], tol)
-                           for n, o, r in zip(d.OUTPUT_NAMES, fn_outs, ref)]
+                checks += compare_outputs(fn_outs, ref, tol, "(fn)")
                 det = all(torch.equal(a, c) for a, c in zip(outs, fn_outs))
                 entry.setdefault("rounds", []).append({
                     "passed": all(c.passed for c in checks),

@@ -164,13 +164,13 @@ def chart(records: dict[str, ImplRecord], path: Path, title: str) -> bool:
     fig, ax = plt.subplots(figsize=(12, 5.5))
     xs = list(range(len(order)))
 
-    def geomean_us(rec: ImplRecord) -> float:
+    def geomean_ns(rec: ImplRecord) -> float:
         medians = [c.median_ns for c in rec.cases]
         return geomean(medians) if medians and all(medians) else math.inf
 
     # The line drawn bold: the fastest implementation that is not one of the baselines.
     ours = [name for name in records if name not in ("reference", "compile")]
-    fastest = min(ours, key=lambda name: geomean_us(records[name]), default=None)
+    fastest = min(ours, key=lambda name: geomean_ns(records[name]), default=None)
     for name, rec in records.items():
         ys = [rec.cases[i].median_ns / 1000 if rec.cases[i].median_ns else float("nan") for i in order]
         if all(math.isnan(y) for y in ys):
