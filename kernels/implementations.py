@@ -129,6 +129,12 @@ _EXT_CLUSTER_SOURCES = (
     f"{OP_DIR}/csrc/cluster_sm90.cu",
 )
 
+# ext-streamnorm imports ext_cluster's argument helpers and includes its CUDA file unchanged.
+_EXT_STREAMNORM_SOURCES = _EXT_CLUSTER_SOURCES + (
+    f"{OP_DIR}/ext_streamnorm.py",
+    f"{OP_DIR}/csrc/stream_norm_sm90.cu",
+)
+
 
 def _ext(name: str, mode: str, title: str, description: str) -> Implementation:
     return Implementation(
@@ -216,6 +222,13 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         "dX=G·W and dW=Gᵀ·X: split-K across the CTAs of a thread-block cluster, partial tiles "
         "summed through distributed shared memory in a fixed order; PDL-chained, V-only tiles "
         "start before the norm ends.",
+    ),
+    "ext-streamnorm": _own_module(
+        "ext-streamnorm", "ext_streamnorm", _EXT_STREAMNORM_SOURCES,
+        "KernelIndex CUDA, streaming norm kernel + cluster split-K wgmma GEMM",
+        "ext-cluster's GEMM kernel behind a leaner Q/K RMSNorm backward: rows read in memory "
+        "order through a per-warp cp.async ring (two rows per step, two steps in flight), no "
+        "division per row, fp32 values unpacked once; a third of the instructions per row.",
     ),
 }
 

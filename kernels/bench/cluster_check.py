@@ -1,7 +1,11 @@
-"""Development check and plan sweep of ext-cluster on the GPU (run in its own process, under a
-timeout):
+"""Development check and plan sweep of ext-cluster or ext-streamnorm on the GPU (run in its own
+process, under a timeout):
 
-  python kernels/bench/cluster_check.py OUT.json [--samples N] [--sweep] [--modes auto,dbg-gemm,...]
+  python kernels/bench/cluster_check.py OUT.json [--module ext_streamnorm] [--samples N] [--sweep]
+      [--modes auto,dbg-gemm,ext_cluster:auto,...]
+
+--module picks the implementation module checked and swept (default ext_cluster); a timed mode
+may name another module ("ext_cluster:auto") for a side-by-side comparison.
 
 1. Correctness of mode "auto", both entry points, 2 rounds each, fresh seeded inputs, NaN-poisoned
    outputs, on odd shapes and the 16 cases: the harness comparator plus the relative L2 error of
@@ -24,9 +28,9 @@ import time
 import traceback
 
 
-def sweep_modes(tokens: int = 0) -> list[str]:
+def sweep_modes(tokens: int = 0, fused: bool = True) -> list[str]:
     modes = []
-    if tokens >= 2048:  # fused mode: GEMM tiles without dW splits, N norm CTAs
+    if fused and tokens >= 2048:  # fused mode: GEMM tiles without dW splits, N norm CTAs
         for bm, n in itertools.product((128, 256), (16, 24, 32, 48, 64)):
             modes += [f"bm{bm}-c1-w1-x1-n{n}", f"bm{bm}-c2-w1-x2-n{n}"]
     for bm, cl in itertools.product((128, 256), (1, 2, 4, 8)):
@@ -85,12 +89,15 @@ def main() -> int:
     from kernels.bench.oracle import check as oracle_check
     from kernels.harness.correctness import Tolerance
     from kernels.ops.qkv_qknorm_backward import definition as d
-    from kernels.ops.qkv_qknorm_backward import ext_cluster as e
+    import importlib
+
+    module = argv[argv.index("--module") + 1] if "--module" in argv else "ext_cluster"
+    e = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{module}")
     from kernels.ops.qkv_qknorm_backward.inputs import allocate_outputs, make_inputs
     from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    result: dict = {"shapes": [], "timing": {}, "sweep": {}, "ok": True}
+    result: dict = {"module": module, "shapes": [], "timing": {}, "sweep": {}, "ok": True}
     t0 = time.time()
     e.load()
     result["load_s"] = round(time.time() - t0, 2)
@@ -163,7 +170,7 @@ def main() -> int:
             inputs = make_inputs(b, s, seed=123 + t, device="cuda")
             ref = reference_fp32(**inputs)
             row = {}
-            for m in sweep_modes(t):
+            for m in sweep_modes(t, fused=module == "ext_cluster"):
                 try:
                     outs = e.qkv_qknorm_backward(mode=m, **inputs)
                     torch.cuda.synchronize()
@@ -212,7 +219,9 @@ def main() -> int:
         inputs = make_inputs(b, s, seed=9000 + i, device="cuda")
         row = {}
         for m in modes:
-            ns = timing.time_graph(functools.partial(e.qkv_qknorm_backward, mode=m), inputs,
+            mod, _, mode = m.rpartition(":")
+            impl = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{mod}") if mod else e
+            ns = timing.time_graph(functools.partial(impl.qkv_qknorm_backward, mode=mode), inputs,
                                    warmups=5, samples=samples, flush=flush)
             row[m] = timing.stats(ns)
         result["timing"][str(i)] = {"T": b * s, **row}

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# One device call for ext-cluster: a smoke launch under a short timeout (a hung cluster barrier
+# One device call for ext-cluster (or MODULE=ext_streamnorm): a smoke launch under a short timeout (a hung cluster barrier
 # costs 45 s, not the whole call), then kernels/bench/cluster_check.py (correctness on odd shapes
 # and the 16 cases; optional plan sweep; mode timings), then optionally the harness CLI.
 # Usage (repository root, on the GPU machine, pydantic/rfc8785 importable):
 #   bash kernels/bench/cluster_h200_run.sh OUTDIR "CLI_IMPLS or -" [CLUSTER_CHECK_ARGS...]
-# A library prebuilt here by ext_cluster.LIBRARY.build() under build/kidx_build/ is copied into
-# the build directory first, so nothing needs nvcc on the device.
+# Libraries prebuilt here (ext_cluster.LIBRARY.build(), ext_streamnorm.LIBRARY.build()) under
+# build/kidx_build/ are copied into the build directory first, so nothing needs nvcc on the device.
 set -u
 OUT=${1:?out dir}
 CLI_IMPLS=${2:--}
@@ -14,11 +14,14 @@ mkdir -p "$OUT"
 export KERNELINDEX_BUILD_DIR=/tmp/kbuild MAX_JOBS=16 TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
-mkdir -p /tmp/kbuild && cp -r build/kidx_build/kidx_cluster /tmp/kbuild/ 2>/dev/null
+MODULE=${MODULE:-ext_cluster}
+export MODULE
+mkdir -p /tmp/kbuild && cp -r build/kidx_build/. /tmp/kbuild/ 2>/dev/null
 case ",$CLI_IMPLS," in *,ext,*|*,ext-wgmma*) (timeout 300 python3 -c "from kernels.ops.qkv_qknorm_backward import ext; ext.load()" > "$OUT/ext_build.log" 2>&1; echo "ext build rc=$?" >> "$OUT/ext_build.log") & ;; esac
 timeout 45 python3 - <<'PY'
 import torch
-from kernels.ops.qkv_qknorm_backward import ext_cluster as e
+import importlib, os
+e = importlib.import_module("kernels.ops.qkv_qknorm_backward." + os.environ["MODULE"])
 from kernels.ops.qkv_qknorm_backward.inputs import make_inputs
 from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
 for b, s in [(1, 131), (1, 1024)]:
@@ -30,7 +33,7 @@ for b, s in [(1, 131), (1, 1024)]:
     print("smoke", b * s, e.plan(b * s, 132), ["%.1e" % x for x in rel], flush=True)
 PY
 echo "smoke rc=$? at $(( $(date +%s) - t0 )) s"
-timeout ${CHECK_TIMEOUT:-330} python3 kernels/bench/cluster_check.py "$OUT/cluster_check.json" "$@" > "$OUT/cluster_check.log" 2>&1
+timeout ${CHECK_TIMEOUT:-330} python3 kernels/bench/cluster_check.py "$OUT/cluster_check.json" --module "$MODULE" "$@" > "$OUT/cluster_check.log" 2>&1
 rc=$?
 echo "cluster_check rc=$rc at $(( $(date +%s) - t0 )) s"
 grep -vE "passed=True det=True" "$OUT/cluster_check.log" | tail -n 60 | cut -c1-330

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Nsight Compute on the lent H200 (Firecracker machines read the counters; clocks left alone):
-# the norm kernel and the GEMM kernel of ext-cluster at T tokens. Usage: bash ... OUTDIR [T]
+# the norm kernel and the GEMM kernel of ext-cluster (or MODULE=ext_streamnorm) at T tokens.
+# Usage: bash ... OUTDIR [T]
 set -u
 OUT=${1:?out dir}; T=${2:-8192}
 mkdir -p "$OUT"
 export KERNELINDEX_BUILD_DIR=/tmp/kbuild PYTHONUNBUFFERED=1
-mkdir -p /tmp/kbuild && cp -r build/kidx_build/kidx_cluster /tmp/kbuild/ 2>/dev/null
+mkdir -p /tmp/kbuild && cp -r build/kidx_build/. /tmp/kbuild/ 2>/dev/null
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 echo "ncu: $NCU"
 timeout 240 "$NCU" --clock-control none --profile-from-start off \
   --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
-  --section LaunchStats python3 kernels/bench/cluster_ncu.py "$T" > "$OUT/ncu_T$T.txt" 2>&1
+  --section LaunchStats python3 kernels/bench/cluster_ncu.py "$T" > "$OUT/ncu_${MODULE:-ext_cluster}_T$T.txt" 2>&1
 echo "ncu rc=$?"
-grep -E "norm_qk_kernel|cluster_gemm_kernel|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Stall|Warp Cycles Per Issued|Issue Slots|Registers Per" "$OUT/ncu_T$T.txt" | head -60
+grep -E "norm_qk_kernel|stream_norm_kernel|cluster_gemm_kernel|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Stall|Warp Cycles Per Issued|Issue Slots|Registers Per" "$OUT/ncu_${MODULE:-ext_cluster}_T$T.txt" | head -60
