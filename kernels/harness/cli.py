@@ -1,4 +1,4 @@
-"""`kernelindex bench 051 --impl reference,compile,ext-cluster --out DIR [options]`
+"""`kernelindex bench 051 --impl reference,compile,ext-streamnorm --out DIR [options]`
 
 Also `python -m kernels.harness.cli 051 ...`. The gateway's CLI imports this module lazily and
 passes the arguments that follow `bench`; torch is imported only when a benchmark runs.
@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kernelindex bench", description=__doc__.split("\n\n")[0])
     p.add_argument("operation", help="operation key, e.g. 051")
     p.add_argument("--impl", default=None,
-                   help="comma-separated implementation names (default: reference,compile,ext-cluster on "
+                   help="comma-separated implementation names (default: reference,compile,ext-streamnorm on "
                         "cuda; reference on cpu). The reference is always run: it is T_b.")
     p.add_argument("--out", required=True, type=Path, help="output directory")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     device = args.device
-    default_impls = "reference,compile,ext-cluster" if device == "cuda" else "reference"
+    default_impls = "reference,compile,ext-streamnorm" if device == "cuda" else "reference"
     names = [n.strip() for n in (args.impl or default_impls).split(",") if n.strip()]
     if "reference" not in names:
         names.insert(0, "reference")
