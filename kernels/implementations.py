@@ -228,7 +228,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         "KernelIndex CUDA, streaming norm kernel + cluster split-K wgmma GEMM",
         "ext-cluster's GEMM kernel behind a leaner Q/K RMSNorm backward: rows read in memory "
         "order through a per-warp cp.async ring (two rows per step, two steps in flight), no "
-        "division per row, fp32 values unpacked once; a third of the instructions per row.",
+        "division per row, one row loop for Q and K; about two thirds of the instructions per row.",
     ),
 }
 

@@ -3,8 +3,9 @@
 both files and in kernels/BENCHMARKS.md).
 
 The norm kernel reads Q and K rows in memory order, two rows per warp step with the next two
-steps' rows in flight through cp.async, and tracks each row's (token, head) without a division: a
-third of ext-cluster's norm instructions per row, and more bytes in flight per SM.
+steps' rows in flight through a cp.async ring, and tracks each row's (token, head) without a
+division: about two thirds of ext-cluster's norm instructions per row, and more bytes in flight
+per SM.
 
 Entry points (arguments are checked in Python before any kernel runs; ValueError names the tensor):
   qkv_qknorm_backward(**inputs, mode="auto") -> the six outputs (definition order)
