@@ -82,14 +82,15 @@ def main() -> int:
     samples = int(argv[argv.index("--samples") + 1]) if "--samples" in argv else 30
     modes = (argv[argv.index("--modes") + 1].split(",") if "--modes" in argv
              else ["auto", "nopdl", "dbg-gemm", "dbg-norm"])
+    import importlib
+
     import torch
 
-    from kernels.harness import timing
     from kernels.bench.oracle import ODD_SHAPES
     from kernels.bench.oracle import check as oracle_check
+    from kernels.harness import timing
     from kernels.harness.correctness import Tolerance
     from kernels.ops.qkv_qknorm_backward import definition as d
-    import importlib
 
     module = argv[argv.index("--module") + 1] if "--module" in argv else "ext_cluster"
     e = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{module}")

@@ -40,3 +40,22 @@ def compile_sm90a(source: str, out_dir: Path) -> str:
 def spill_bytes(log: str) -> list[int]:
     """Spill stores per compiled kernel, from ptxas's report."""
     return [int(n) for n in re.findall(r"(\d+) bytes spill stores", log)]
+
+
+def build_in(library, build_dir: Path):
+    """Build an NvccLibrary under build_dir (KERNELINDEX_BUILD_DIR for the call; skip without
+    nvcc), check that a second build reuses the file, and open it (ctypes.CDLL)."""
+    if nvcc() is None:
+        pytest.skip("nvcc is not installed")
+    old = os.environ.get("KERNELINDEX_BUILD_DIR")
+    os.environ["KERNELINDEX_BUILD_DIR"] = str(build_dir)
+    try:
+        path = library.build()
+        assert path.exists() and path.parent == build_dir / library.name
+        assert library.build() == path  # reused, not rebuilt
+        return library.open()
+    finally:
+        if old is None:
+            os.environ.pop("KERNELINDEX_BUILD_DIR", None)
+        else:
+            os.environ["KERNELINDEX_BUILD_DIR"] = old

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import ctypes
 import math
-import os
 from pathlib import Path
 
 import pytest
 
 from kernels.implementations import get
 from kernels.ops.qkv_qknorm_backward import ext_cluster
-from tests.kernels.sm90 import compile_sm90a, nvcc, spill_bytes
+from tests.kernels.sm90 import build_in, compile_sm90a, spill_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,21 +26,7 @@ def test_cluster_source_compiles_for_sm90a_without_spills(tmp_path):
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    if nvcc() is None:
-        pytest.skip("nvcc is not installed")
-    build = tmp_path_factory.mktemp("kbuild")
-    old = os.environ.get("KERNELINDEX_BUILD_DIR")
-    os.environ["KERNELINDEX_BUILD_DIR"] = str(build)
-    try:
-        path = ext_cluster.LIBRARY.build()
-        assert path.exists() and path.parent == build / "kidx_cluster"
-        assert ext_cluster.LIBRARY.build() == path  # reused, not rebuilt
-        lib = ext_cluster.LIBRARY.open()
-    finally:
-        if old is None:
-            os.environ.pop("KERNELINDEX_BUILD_DIR", None)
-        else:
-            os.environ["KERNELINDEX_BUILD_DIR"] = old
+    lib = build_in(ext_cluster.LIBRARY, tmp_path_factory.mktemp("kbuild"))
     ext_cluster._declare(lib)
     return lib
 

@@ -6,14 +6,13 @@ clear error, and the registration is its own code identity over ext-cluster's pi
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import pytest
 
 from kernels.implementations import get
 from kernels.ops.qkv_qknorm_backward import ext_cluster, ext_streamnorm
-from tests.kernels.sm90 import compile_sm90a, nvcc, spill_bytes
+from tests.kernels.sm90 import build_in, compile_sm90a, spill_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 SMS = 132
@@ -27,20 +26,7 @@ def test_stream_norm_source_compiles_for_sm90a_without_spills(tmp_path):
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    if nvcc() is None:
-        pytest.skip("nvcc is not installed")
-    build = tmp_path_factory.mktemp("kbuild")
-    old = os.environ.get("KERNELINDEX_BUILD_DIR")
-    os.environ["KERNELINDEX_BUILD_DIR"] = str(build)
-    try:
-        path = ext_streamnorm.LIBRARY.build()
-        assert path.exists() and path.parent == build / "kidx_streamnorm"
-        lib = ext_streamnorm.LIBRARY.open()
-    finally:
-        if old is None:
-            os.environ.pop("KERNELINDEX_BUILD_DIR", None)
-        else:
-            os.environ["KERNELINDEX_BUILD_DIR"] = old
+    lib = build_in(ext_streamnorm.LIBRARY, tmp_path_factory.mktemp("kbuild"))
     ext_streamnorm.declare(lib)
     ext_cluster._declare(lib)  # the included ext-cluster code exports its own planner too
     return lib
