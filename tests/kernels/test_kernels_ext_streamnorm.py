@@ -5,6 +5,7 @@ clear error, and the registration is its own code identity over ext-cluster's pi
 
 from __future__ import annotations
 
+import ctypes
 import math
 from pathlib import Path
 
@@ -36,8 +37,6 @@ def library(tmp_path_factory):
 def test_planner_keeps_the_gemm_plan_and_sizes_the_norm_grid(library, tokens):
     p = ext_streamnorm.plan_with(library, tokens, SMS, (0,) * 6)
     assert p is not None
-    import ctypes
-
     out = (ctypes.c_longlong * 12)()
     assert library.kidxc_plan(tokens, SMS, None, out, 12) == 12
     cluster_plan = dict(zip(ext_cluster.PLAN_FIELDS, list(out)))
