@@ -135,6 +135,12 @@ _EXT_STREAMNORM_SOURCES = _EXT_CLUSTER_SOURCES + (
     f"{OP_DIR}/csrc/stream_norm_sm90.cu",
 )
 
+# ext-streamk includes ext-streamnorm's CUDA file (and through it ext-cluster's) unchanged.
+_EXT_STREAMK_SOURCES = _EXT_STREAMNORM_SOURCES + (
+    f"{OP_DIR}/ext_streamk.py",
+    f"{OP_DIR}/csrc/streamk_sm90.cu",
+)
+
 
 def _ext(name: str, mode: str, title: str, description: str) -> Implementation:
     return Implementation(
@@ -229,6 +235,15 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         "ext-cluster's GEMM kernel behind a leaner Q/K RMSNorm backward: rows read in memory "
         "order through a per-warp cp.async ring (two rows per step, two steps in flight), no "
         "division per row, one row loop for Q and K; about two thirds of the instructions per row.",
+    ),
+    "ext-streamk": _own_module(
+        "ext-streamk", "ext_streamk", _EXT_STREAMK_SOURCES,
+        "KernelIndex CUDA, streaming norm kernel + persistent stream-K wgmma GEMM",
+        "ext-streamnorm's Q/K norm kernel, then one persistent sm_90a wgmma kernel (one CTA per "
+        "SM) in which every CTA takes an equal share of the k-blocks of dX=G·W and dW=Gᵀ·X "
+        "(stream-K; at larger T, dW's k-blocks and dX's shared by separate CTA groups); a tile "
+        "shared by several CTAs is summed by the CTA holding its first k-block from the others' "
+        "fp32 partials in global memory, in a fixed order.",
     ),
 }
 

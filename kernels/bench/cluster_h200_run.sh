@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call for ext-cluster (or MODULE=ext_streamnorm): a smoke launch under a short timeout (a hung cluster barrier
+# One device call for ext-cluster (or MODULE=ext_streamnorm; MODULE=ext_streamk CHECK=kernels/bench/streamk_check.py): a smoke launch under a short timeout (a hung cluster barrier
 # costs 45 s, not the whole call), then kernels/bench/cluster_check.py (correctness on odd shapes
 # and the 16 cases; optional plan sweep; mode timings), then optionally the harness CLI.
 # Usage (repository root, on the GPU machine, pydantic/rfc8785 importable):
@@ -33,7 +33,10 @@ for b, s in [(1, 131), (1, 1024)]:
     print("smoke", b * s, e.plan(b * s, 132), ["%.1e" % x for x in rel], flush=True)
 PY
 echo "smoke rc=$? at $(( $(date +%s) - t0 )) s"
-timeout ${CHECK_TIMEOUT:-330} python3 kernels/bench/cluster_check.py "$OUT/cluster_check.json" --module "$MODULE" "$@" > "$OUT/cluster_check.log" 2>&1
+# CHECK=kernels/bench/streamk_check.py for ext_streamk (its own plans; no --module)
+CHECK=${CHECK:-kernels/bench/cluster_check.py}
+if [ "$CHECK" = kernels/bench/cluster_check.py ]; then set -- --module "$MODULE" "$@"; fi
+timeout ${CHECK_TIMEOUT:-330} python3 "$CHECK" "$OUT/cluster_check.json" "$@" > "$OUT/cluster_check.log" 2>&1
 rc=$?
 echo "cluster_check rc=$rc at $(( $(date +%s) - t0 )) s"
 grep -vE "passed=True det=True" "$OUT/cluster_check.log" | tail -n 60 | cut -c1-330

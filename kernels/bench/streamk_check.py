@@ -1,0 +1,236 @@
+"""Development check and plan sweep of ext-streamk on the GPU (run in its own process, under a
+timeout):
+
+  python kernels/bench/streamk_check.py OUT.json [--samples N] [--sweep] [--check-modes m1,m2]
+      [--modes auto,dbg-norm,ext_streamnorm:auto,...] [--timeline auto,...]
+
+1. Correctness of mode "auto", both entry points, 2 rounds each, fresh seeded inputs, NaN-poisoned
+   outputs, on odd shapes and the 16 cases (the harness comparator plus the relative L2 error of
+   every output against the fp32 oracle; bitwise equality between the entry points); then each
+   --check-modes plan once on the same shapes.
+2. With --sweep: forced plans (tile rows × persistent grid) at each distinct T of the 16 cases,
+   each checked against the oracle once (a wrong plan is reported and never timed), then timed.
+3. With --timeline: globaltimer stamps of one graph replay at T = 131, 1024, 4096, 8192.
+4. Graph-replay medians (L2 flushed) per case for the listed modes ("module:mode" times another
+   implementation module side by side).
+Prints a short table last; everything goes to OUT.json.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import sys
+import time
+import traceback
+
+GRIDS = (0, 132, 120, 100, 80, 66)
+DW_SHARES = (1, 2, 3, 4)  # dW CTAs = dW tiles × this (each dW tile split this many ways, in step)
+
+
+def sweep_modes(tokens: int, sms: int) -> list[str]:
+    from kernels.ops.qkv_qknorm_backward import ext_streamk as e
+
+    modes = []
+    for bm in (128, 256):
+        nwt = (1536 // bm) * 5
+        for g in GRIDS:
+            for w in (0,) + tuple(nwt * k for k in DW_SHARES):
+                m = f"bm{bm}" + (f"-g{g}" if g or w else "") + (f"-w{w}" if w else "")
+                if g == 0 and w:
+                    m = f"bm{bm}-g{sms}-w{w}"
+                try:
+                    e.plan(tokens, sms, m)
+                except ValueError:
+                    continue
+                if m not in modes:
+                    modes.append(m)
+    return modes
+
+
+def summarize_timeline(ntl, gtl) -> dict:
+    """min/median/max µs after the first stamp of the call, per phase."""
+    import torch
+
+    starts = [x for x in (ntl[:, 0], gtl[:, 0]) if len(x)]
+    t0 = int(torch.cat(starts)[torch.cat(starts) > 0].min())
+
+    def mmm(col):
+        col = col[col > 0]
+        if not len(col):
+            return "-"
+        us = ((col - t0).double() / 1000).sort().values
+        return f"{us[0]:.1f}/{us[len(us) // 2]:.1f}/{us[-1]:.1f}"
+
+    def rel(col):
+        return [round((int(x) - t0) / 1000, 2) if x > 0 else None for x in col]
+
+    return {"norm_entry": mmm(ntl[:, 0]), "norm_exit": mmm(ntl[:, 1]), "gemm_entry": mmm(gtl[:, 0]),
+            "first_data": mmm(gtl[:, 2]), "seg0_done": mmm(gtl[:, 3]), "owner_ready": mmm(gtl[:, 7]),
+            "exit": mmm(gtl[:, 8]), "units": f"{int(gtl[:, 9].min())}..{int(gtl[:, 9].max())}",
+            "segments": f"{int(gtl[:, 10].min())}..{int(gtl[:, 10].max())}",
+            "per_cta": {"entry": rel(gtl[:, 0]), "first_data": rel(gtl[:, 2]),
+                        "seg_done": [rel(gtl[:, 3 + i]) for i in range(4)], "owner_ready": rel(gtl[:, 7]),
+                        "exit": rel(gtl[:, 8]), "units": gtl[:, 9].tolist(), "segments": gtl[:, 10].tolist(),
+                        "seg0_units": gtl[:, 11].tolist(), "sm": gtl[:, 1].tolist()}}
+
+
+def main() -> int:
+    out_path = sys.argv[1]
+    argv = sys.argv[2:]
+    samples = int(argv[argv.index("--samples") + 1]) if "--samples" in argv else 30
+    modes = argv[argv.index("--modes") + 1].split(",") if "--modes" in argv else ["auto", "dbg-norm", "dbg-gemm"]
+    import importlib
+
+    import torch
+
+    from kernels.bench.oracle import ODD_SHAPES
+    from kernels.bench.oracle import check as oracle_check
+    from kernels.harness import timing
+    from kernels.harness.correctness import Tolerance
+    from kernels.ops.qkv_qknorm_backward import definition as d
+    from kernels.ops.qkv_qknorm_backward import ext_streamk as e
+    from kernels.ops.qkv_qknorm_backward.inputs import allocate_outputs, make_inputs
+    from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    result: dict = {"module": "ext_streamk", "shapes": [], "timing": {}, "sweep": {}, "ok": True}
+    t0 = time.time()
+    e.load()
+    result["load_s"] = round(time.time() - t0, 2)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tol = Tolerance()
+    shapes = ODD_SHAPES + list(d.CASE_SHAPES)
+
+    for i, (b, s) in enumerate(shapes):
+        entry: dict = {"B": b, "S": s, "T": b * s, "plan": e.plan(b * s, sms)}
+        try:
+            for rnd in range(2):
+                inputs = make_inputs(b, s, seed=7000 + 31 * i + rnd, device="cuda")
+                ref = reference_fp32(**inputs)
+                outs = allocate_outputs(b, s, "cuda")
+                e.qkv_qknorm_backward_out(outs, **inputs)
+                fn_outs = e.qkv_qknorm_backward(**inputs)
+                torch.cuda.synchronize()
+                ok1, f1, rel = oracle_check(outs, ref, tol)
+                ok2, f2, _ = oracle_check(fn_outs, ref, tol, "(fn)")
+                det = all(torch.equal(a, c) for a, c in zip(outs, fn_outs))
+                entry.setdefault("rounds", []).append({"passed": ok1 and ok2, "deterministic": det,
+                                                       "failures": f1 + f2,
+                                                       "rel_l2": {k: round(v, 6) for k, v in rel.items()}})
+                if not (ok1 and ok2 and det):
+                    result["ok"] = False
+        except Exception as exc:
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+            entry["trace"] = traceback.format_exc()[-2000:]
+            result["ok"] = False
+        result["shapes"].append(entry)
+        r = entry.get("rounds", [])
+        worst = max((max(x["rel_l2"].values()) for x in r), default=float("nan"))
+        p = entry["plan"]
+        print(f"B={b} S={s} T={b * s}: passed={bool(r) and all(x['passed'] for x in r)} "
+              f"det={bool(r) and all(x['deterministic'] for x in r)} worst_rel_l2={worst:.2e} "
+              f"plan=bm{p['bm']}-g{p['grid']}-w{p['dw_ctas']} share={p['max_share']}"
+              + ("" if r and all(x["passed"] for x in r) else
+                 f" {entry.get('error', '')} {r[0]['failures'][:3] if r else ''}"), flush=True)
+        if not result["ok"] and "--keep-going" not in argv:
+            break
+
+    if result["ok"] and "--check-modes" in argv:
+        for m in argv[argv.index("--check-modes") + 1].split(","):
+            bad = []
+            for i, (b, s) in enumerate(shapes):
+                inputs = make_inputs(b, s, seed=8000 + 31 * i, device="cuda")
+                ref = reference_fp32(**inputs)
+                outs = allocate_outputs(b, s, "cuda")
+                try:
+                    e.qkv_qknorm_backward_out(outs, mode=m, **inputs)
+                    torch.cuda.synchronize()
+                    ok, fails, _ = oracle_check(outs, ref, tol)
+                except ValueError as exc:  # no such plan at this T (grid above the units)
+                    ok, fails = True, [str(exc)]
+                except Exception as exc:
+                    ok, fails = False, [f"{type(exc).__name__}: {exc}"[:200]]
+                if not ok:
+                    bad.append((b, s, fails[:2]))
+            result.setdefault("check_modes", {})[m] = {"failed": [list(x[:2]) for x in bad]}
+            print(f"check {m}: {len(shapes) - len(bad)} shapes passed" + (f", FAILED {bad[:3]}" if bad else ""),
+                  flush=True)
+            if bad:
+                result["ok"] = False
+
+    flush = timing.L2Flush()
+    if result["ok"] and "--sweep" in argv:
+        shape_of = {b * s: (b, s) for b, s in d.CASE_SHAPES}
+        for t in sorted(shape_of):
+            b, s = shape_of[t]
+            inputs = make_inputs(b, s, seed=123 + t, device="cuda")
+            ref = reference_fp32(**inputs)
+            row = {}
+            for m in sweep_modes(t, sms):
+                try:
+                    outs = e.qkv_qknorm_backward(mode=m, **inputs)
+                    torch.cuda.synchronize()
+                    ok, fails, rel = oracle_check(outs, ref, tol)
+                    if not ok:
+                        row[m] = {"error": f"wrong: {fails[:2]} {max(rel.values()):.2e}"}
+                        result["ok"] = False
+                        continue
+                    ns = timing.time_graph(functools.partial(e.qkv_qknorm_backward, mode=m), inputs,
+                                           warmups=3, samples=15, flush=flush)
+                    row[m] = {"median": timing.stats(ns)["median"], "grid": e.plan(t, sms, m)["grid"]}
+                except Exception as exc:
+                    row[m] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+                    result["ok"] = False
+            result["sweep"][str(t)] = row
+            good = sorted((v["median"], k) for k, v in row.items() if "median" in v)
+            bad = [k for k, v in row.items() if "error" in v]
+            auto = e.plan(t, sms)
+            print(f"sweep T={t:5d}: best " + "  ".join(f"{k} {ns / 1000:.2f}" for ns, k in good[:5])
+                  + f" | auto=bm{auto['bm']}-g{auto['grid']}-w{auto['dw_ctas']} "
+                  + " ".join(f"{k}={v['median'] / 1000:.2f}" for k, v in row.items() if k in ("bm128", "bm256") and "median" in v)
+                  + (f" | {len(bad)} failed: {bad[:3]} {row[bad[0]]}" if bad else ""), flush=True)
+
+    if "--timeline" in argv:
+        for t in (131, 1024, 4096, 8192):
+            inputs = make_inputs(1, t, seed=11, device="cuda")
+            for m in argv[argv.index("--timeline") + 1].split(","):
+                # Replayed from a CUDA graph, as the timings are.
+                e.timeline(mode=m, **inputs)
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    _, ntl, gtl = e.timeline(mode=m, **inputs)
+                graph.replay()
+                torch.cuda.synchronize()
+                flush()
+                graph.replay()
+                torch.cuda.synchronize()
+                summary = summarize_timeline(ntl.cpu(), gtl.cpu())
+                result.setdefault("timelines", {}).setdefault(str(t), {})[m] = summary
+                print(f"timeline T={t} {m}: " + "; ".join(f"{k} {v}" for k, v in summary.items() if k != "per_cta"),
+                      flush=True)
+
+    for i, (b, s) in enumerate(d.CASE_SHAPES):
+        inputs = make_inputs(b, s, seed=9000 + i, device="cuda")
+        row = {}
+        for m in modes:
+            mod, _, mode = m.rpartition(":")
+            impl = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{mod}") if mod else e
+            ns = timing.time_graph(functools.partial(impl.qkv_qknorm_backward, mode=mode), inputs,
+                                   warmups=5, samples=samples, flush=flush)
+            row[m] = timing.stats(ns)
+        result["timing"][str(i)] = {"T": b * s, **row}
+        print(f"case {i:2d} T={b * s:5d}: " + "  ".join(f"{m} {row[m]['median'] / 1000:6.2f}" for m in modes),
+              flush=True)
+    for m in modes:
+        med = [result["timing"][str(i)][m]["median"] for i in range(len(d.CASE_SHAPES))]
+        result.setdefault("geomean_us", {})[m] = round(math.exp(sum(math.log(x) for x in med) / len(med)) / 1000, 3)
+    print("geomean us: " + json.dumps(result.get("geomean_us", {})), flush=True)
+    with open(out_path, "w") as fh:
+        json.dump(result, fh)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
