@@ -45,4 +45,4 @@ def test_committed_cuda_revisions_are_the_registrys_current_code():
             name = m.metadata.name.removeprefix("kernelindex-051-")
             assert manifest_digest(get(name).manifest(m.spec.definitionDigest)) == manifest_digest(m), (path, name)
             checked.add(name)
-    assert {"ext", "ext-cluster", "ext-streamnorm"} <= checked
+    assert {"ext", "ext-cluster", "ext-streamnorm", "ext-streamk"} <= checked
