@@ -19,13 +19,10 @@ Prints a short table last; everything goes to OUT.json.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
-import math
 import sys
 import time
-import traceback
 
 
 def sweep_modes(tokens: int = 0, fused: bool = True) -> list[str]:
@@ -86,7 +83,14 @@ def main() -> int:
 
     import torch
 
-    from kernels.bench.oracle import ODD_SHAPES
+    from kernels.bench.oracle import (
+        ODD_SHAPES,
+        check_and_time,
+        check_entry_points,
+        entry_line,
+        entry_ok,
+        time_cases,
+    )
     from kernels.bench.oracle import check as oracle_check
     from kernels.harness import timing
     from kernels.harness.correctness import Tolerance
@@ -107,36 +111,12 @@ def main() -> int:
 
     odd = ODD_SHAPES
     for i, (b, s) in enumerate(odd + list(d.CASE_SHAPES)):
-        entry: dict = {"B": b, "S": s, "T": b * s, "plan": e.plan(b * s, sms)}
-        try:
-            for rnd in range(2):
-                inputs = make_inputs(b, s, seed=7000 + 31 * i + rnd, device="cuda")
-                ref = reference_fp32(**inputs)
-                outs = allocate_outputs(b, s, "cuda")
-                e.qkv_qknorm_backward_out(outs, **inputs)
-                fn_outs = e.qkv_qknorm_backward(**inputs)
-                torch.cuda.synchronize()
-                ok1, f1, rel = oracle_check(outs, ref, tol)
-                ok2, f2, _ = oracle_check(fn_outs, ref, tol, "(fn)")
-                det = all(torch.equal(a, c) for a, c in zip(outs, fn_outs))
-                entry.setdefault("rounds", []).append({"passed": ok1 and ok2, "deterministic": det,
-                                                       "failures": f1 + f2,
-                                                       "rel_l2": {k: round(v, 6) for k, v in rel.items()}})
-                if not (ok1 and ok2 and det):
-                    result["ok"] = False
-        except Exception as exc:
-            entry["error"] = f"{type(exc).__name__}: {exc}"
-            entry["trace"] = traceback.format_exc()[-2000:]
-            result["ok"] = False
+        p = e.plan(b * s, sms)
+        entry = {"B": b, "S": s, "T": b * s, "plan": p, **check_entry_points(e, b, s, 7000 + 31 * i, tol)}
         result["shapes"].append(entry)
-        r = entry.get("rounds", [])
-        worst = max((max(x["rel_l2"].values()) for x in r), default=float("nan"))
-        p = entry["plan"]
-        print(f"B={b} S={s} T={b * s}: passed={bool(r) and all(x['passed'] for x in r)} "
-              f"det={bool(r) and all(x['deterministic'] for x in r)} worst_rel_l2={worst:.2e} "
-              f"plan=bm{p['bm']}-c{p['cluster']}-w{p['sw']}-x{p['sx']}{'-xf' if p['x_first'] else ''} "
-              f"grid={p['grid']}" + ("" if r and all(x["passed"] for x in r) else
-                                     f" {entry.get('error', '')} {r[0]['failures'][:3] if r else ''}"), flush=True)
+        result["ok"] = result["ok"] and entry_ok(entry)
+        print(entry_line(b, s, entry, f"bm{p['bm']}-c{p['cluster']}-w{p['sw']}-x{p['sx']}{'-xf' if p['x_first'] else ''} "
+                                      f"grid={p['grid']}"), flush=True)
         if not result["ok"] and "--keep-going" not in argv:
             break
 
@@ -172,20 +152,11 @@ def main() -> int:
             ref = reference_fp32(**inputs)
             row = {}
             for m in sweep_modes(t, fused=module == "ext_cluster"):
-                try:
-                    outs = e.qkv_qknorm_backward(mode=m, **inputs)
-                    torch.cuda.synchronize()
-                    ok, fails, rel = oracle_check(outs, ref, tol)
-                    if not ok:
-                        row[m] = {"error": f"wrong: {fails[:2]} {max(rel.values()):.2e}"}
-                        result["ok"] = False
-                        continue
-                    ns = timing.time_graph(functools.partial(e.qkv_qknorm_backward, mode=m), inputs,
-                                           warmups=3, samples=15, flush=flush)
-                    row[m] = {"median": timing.stats(ns)["median"], "grid": e.plan(t, sms, m)["grid"]}
-                except Exception as exc:
-                    row[m] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+                row[m] = check_and_time(e, m, inputs, ref, tol, flush)
+                if "error" in row[m]:
                     result["ok"] = False
+                else:
+                    row[m]["grid"] = e.plan(t, sms, m)["grid"]
             result["sweep"][str(t)] = row
             good = sorted((v["median"], k) for k, v in row.items() if "median" in v)
             bad = [k for k, v in row.items() if "error" in v]
@@ -216,22 +187,7 @@ def main() -> int:
                 print(f"timeline T={t} {m}: " + "; ".join(
                     f"{k} {v}" for k, v in summary.items() if k != "per_cta"), flush=True)
 
-    for i, (b, s) in enumerate(d.CASE_SHAPES):
-        inputs = make_inputs(b, s, seed=9000 + i, device="cuda")
-        row = {}
-        for m in modes:
-            mod, _, mode = m.rpartition(":")
-            impl = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{mod}") if mod else e
-            ns = timing.time_graph(functools.partial(impl.qkv_qknorm_backward, mode=mode), inputs,
-                                   warmups=5, samples=samples, flush=flush)
-            row[m] = timing.stats(ns)
-        result["timing"][str(i)] = {"T": b * s, **row}
-        print(f"case {i:2d} T={b * s:5d}: " + "  ".join(f"{m} {row[m]['median'] / 1000:6.2f}" for m in modes),
-              flush=True)
-    for m in modes:
-        med = [result["timing"][str(i)][m]["median"] for i in range(len(d.CASE_SHAPES))]
-        result.setdefault("geomean_us", {})[m] = round(math.exp(sum(math.log(x) for x in med) / len(med)) / 1000, 3)
-    print("geomean us: " + json.dumps(result.get("geomean_us", {})), flush=True)
+    time_cases(e, modes, samples, flush, result)
     with open(out_path, "w") as fh:
         json.dump(result, fh)
     return 0 if result["ok"] else 1
