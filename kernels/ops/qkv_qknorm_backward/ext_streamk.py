@@ -28,9 +28,6 @@ from typing import Any
 from kernels.ops.qkv_qknorm_backward import ext_cluster
 from kernels.ops.qkv_qknorm_backward.checks import check_inputs, check_outputs
 from kernels.ops.qkv_qknorm_backward.definition import OUTPUT_NAMES
-from kernels.ops.qkv_qknorm_backward.ext_streamnorm import (
-    _new_outputs,  # pinned: will not change
-)
 from kernels.ops.qkv_qknorm_backward.nvcc_library import NvccLibrary
 
 CSRC = Path(__file__).resolve().parent / "csrc"
@@ -155,6 +152,15 @@ def _launch(ins: list[Any], outs: tuple, b: int, s: int, mode: str, timelines: t
             raise RuntimeError(f"ext-streamk launch failed: {lib.kidxc_error(rc).decode()}")
         # The temporaries go back to torch's caching allocator, stream-ordered: the next
         # allocation on this stream reuses them only after these kernels have finished.
+
+
+def _new_outputs(hs) -> tuple:
+    import torch
+
+    dw = torch.empty((1536, 640), dtype=hs.dtype, device=hs.device)
+    return (torch.empty_like(hs), dw[:1024], dw[1024:1280], dw[1280:],
+            torch.empty(256, dtype=torch.float32, device=hs.device),
+            torch.empty(256, dtype=torch.float32, device=hs.device))
 
 
 def qkv_qknorm_backward(*, mode: str = "auto", **inputs):
