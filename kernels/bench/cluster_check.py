@@ -85,10 +85,11 @@ def main() -> int:
 
     from kernels.bench.oracle import (
         ODD_SHAPES,
-        check_and_time,
         check_entry_points,
         entry_line,
         entry_ok,
+        graph_timeline,
+        sweep_cases,
         time_cases,
     )
     from kernels.bench.oracle import check as oracle_check
@@ -144,20 +145,9 @@ def main() -> int:
 
     flush = timing.L2Flush()
     if result["ok"] and "--sweep" in argv:
-        tokens = sorted({b * s for b, s in d.CASE_SHAPES})
-        shape_of = {b * s: (b, s) for b, s in d.CASE_SHAPES}
-        for t in tokens:
-            b, s = shape_of[t]
-            inputs = make_inputs(b, s, seed=123 + t, device="cuda")
-            ref = reference_fp32(**inputs)
-            row = {}
-            for m in sweep_modes(t, fused=module == "ext_cluster"):
-                row[m] = check_and_time(e, m, inputs, ref, tol, flush)
-                if "error" in row[m]:
-                    result["ok"] = False
-                else:
-                    row[m]["grid"] = e.plan(t, sms, m)["grid"]
+        for t, row in sweep_cases(e, lambda t: sweep_modes(t, fused=module == "ext_cluster"), sms, tol, flush):
             result["sweep"][str(t)] = row
+            result["ok"] = result["ok"] and not any("error" in v for v in row.values())
             good = sorted((v["median"], k) for k, v in row.items() if "median" in v)
             bad = [k for k, v in row.items() if "error" in v]
             auto = e.plan(t, sms)
@@ -167,22 +157,10 @@ def main() -> int:
                   flush=True)
 
     if "--timeline" in argv:
-        tl_modes = argv[argv.index("--timeline") + 1].split(",")
         for t in (131, 1024, 4096, 8192):
-            inputs = make_inputs(1, t, seed=11, device="cuda")
-            for m in tl_modes:
-                # Replayed from a CUDA graph, as the timings are (an eager call would show the
-                # host's launch gap between the two kernels).
-                e.timeline(mode=m, **inputs)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    _, ntl, gtl = e.timeline(mode=m, **inputs)
-                graph.replay()
-                torch.cuda.synchronize()
-                flush()
-                graph.replay()
-                torch.cuda.synchronize()
-                summary = summarize_timeline(ntl.cpu(), gtl.cpu())
+            for m in argv[argv.index("--timeline") + 1].split(","):
+                ntl, gtl = graph_timeline(e, m, t, flush)
+                summary = summarize_timeline(ntl, gtl)
                 result.setdefault("timelines", {}).setdefault(str(t), {})[m] = summary
                 print(f"timeline T={t} {m}: " + "; ".join(
                     f"{k} {v}" for k, v in summary.items() if k != "per_cta"), flush=True)

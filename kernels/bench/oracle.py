@@ -131,3 +131,43 @@ def check_and_time(impl: Any, mode: str, inputs: dict, ref: Any, tol: Tolerance,
         return {"median": timing.stats(ns)["median"]}
     except Exception as exc:  # noqa: BLE001 - a plan that fails is reported, the sweep goes on
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def sweep_cases(impl: Any, modes_for: Any, sms: int, tol: Tolerance, flush: Any):
+    """The plan sweep: at each distinct T of the 16 cases, every mode of modes_for(T) checked and
+    timed (check_and_time), with its grid. Yields (T, {mode: {"median", "grid"} or {"error"}})."""
+    from kernels.ops.qkv_qknorm_backward.inputs import make_inputs
+    from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
+
+    shape_of = {b * s: (b, s) for b, s in d.CASE_SHAPES}
+    for t in sorted(shape_of):
+        b, s = shape_of[t]
+        inputs = make_inputs(b, s, seed=123 + t, device="cuda")
+        ref = reference_fp32(**inputs)
+        row = {}
+        for m in modes_for(t):
+            row[m] = check_and_time(impl, m, inputs, ref, tol, flush)
+            if "error" not in row[m]:
+                row[m]["grid"] = impl.plan(t, sms, m)["grid"]
+        yield t, row
+
+
+def graph_timeline(impl: Any, mode: str, tokens: int, flush: Any) -> tuple[Any, Any]:
+    """impl.timeline at B×S = 1×tokens, replayed from a CUDA graph as the timings are (an eager
+    call would show the host's launch gap between the kernels), L2 flushed first: the norm and
+    GEMM stamp tensors, on the CPU."""
+    import torch
+
+    from kernels.ops.qkv_qknorm_backward.inputs import make_inputs
+
+    inputs = make_inputs(1, tokens, seed=11, device="cuda")
+    impl.timeline(mode=mode, **inputs)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        _, ntl, gtl = impl.timeline(mode=mode, **inputs)
+    graph.replay()
+    torch.cuda.synchronize()
+    flush()
+    graph.replay()
+    torch.cuda.synchronize()
+    return ntl.cpu(), gtl.cpu()
