@@ -1,7 +1,7 @@
 """`kernelindex bench 051 --impl reference,compile,ext-streamnorm --out DIR [options]`
 
-Also `python -m kernels.harness.cli 051 ...`. The gateway's CLI imports this module lazily and
-passes the arguments that follow `bench`; torch is imported only when a benchmark runs.
+Also `python -m kernels.harness.cli 051 ...`. The gateway's CLI adds these options to its
+`bench` verb (`add_arguments`) and calls `run`; torch is imported only when a benchmark runs.
 
 --device cpu --cases small runs the reference and the harness end to end on the CPU with tiny
 shapes and a wall-clock timer (a different protocol): that is what CI runs.
@@ -16,6 +16,11 @@ from pathlib import Path
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kernelindex bench", description=__doc__.split("\n\n")[0])
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("operation", help="operation key, e.g. 051")
     p.add_argument("--impl", default=None,
                    help="comma-separated implementation names (default: reference,compile,ext-streamnorm on "
@@ -28,11 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--samples", type=int, default=None, help="timed samples per case (default 50; cpu 5)")
     p.add_argument("--warmups", type=int, default=None, help="warm-ups per case (default 10; cpu 1)")
     p.add_argument("--seed", type=int, default=0)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = argv if argv is not None else sys.argv[1:]
+    return run(build_parser().parse_args(argv), ["bench", *argv])
+
+
+def run(args: argparse.Namespace, command: list[str]) -> int:
     from kernels import implementations
     from kernels.operations import get_operation
 
@@ -104,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # informational only
             extra["extPlans"] = {"error": str(exc)}
     result = write_outputs(args.out, op, shapes, small, settings, records, product,
-                           ["bench", *(argv if argv is not None else sys.argv[1:])], extra)
+                           command, extra)
     print(result["summary"])
     for run in result["runs"]:
         agg = run.spec.aggregates

@@ -83,6 +83,17 @@ def _shapes(workload: Manifest) -> list[tuple[int, int]]:
         raise JobFailure("runtime_error", f"the workload's cases lack the axis {missing}") from None
 
 
+def _require_passed(run: Manifest | None, record) -> None:
+    """Only a run whose every case passed is signed; otherwise the job fails with the code the
+    cases call for (an exception in a case is a runtime error, a wrong result is numerical)."""
+    errors = [f"case {c.index}: {c.error}" for c in record.cases if c.error]
+    if run is None or errors:
+        raise JobFailure("runtime_error", ("; ".join(errors) or "no case produced a measurement")[:2000])
+    if run.spec.status.value != "passed":
+        wrong = [f"case {c.index}: {c.check.failure()}" for c in record.cases if c.check is not None and not c.check.passed]
+        raise JobFailure("incorrect_numerical", ("; ".join(wrong) or f"the run is {run.spec.status.value}")[:2000])
+
+
 def execute_job(job: dict[str, Any], signing_key: Ed25519PrivateKey, log: Callable[[str], None] = _log) -> Outcome:
     """Run the job's implementation (and the reference, for T_b) and sign the run manifest."""
     from kernels.harness.environment import environment_manifest
@@ -124,9 +135,7 @@ def execute_job(job: dict[str, Any], signing_key: Ed25519PrivateKey, log: Callab
         env_slug=environment.metadata.name.removeprefix("env-")[:40],
         artifacts=[],
     )
-    if run is None:
-        failures = "; ".join(c.error for c in record.cases if c.error) or "no case produced a measurement"
-        raise JobFailure("runtime_error", failures[:2000])
+    _require_passed(run, record)
     payload = statement_bytes(
         run.metadata.name,
         manifest_digest(run),

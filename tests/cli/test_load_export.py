@@ -3,17 +3,17 @@
 import json
 import os
 import subprocess
-import sys
 
 import yaml
 
 from tests import factories
+from tests.command import KERNELINDEX
 
 
 def kernelindex(*args, env_extra=None, input=None):
     env = {**os.environ, **(env_extra or {})}
     return subprocess.run(
-        [sys.executable, "-m", "gateway.cli", *args], capture_output=True, text=True, env=env, input=input, timeout=120
+        [KERNELINDEX, *args], capture_output=True, text=True, env=env, input=input, timeout=120
     )
 
 

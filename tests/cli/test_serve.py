@@ -5,7 +5,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from gateway.embedded import free_port
 from tests import factories
+from tests.command import KERNELINDEX
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +25,7 @@ def _env(home: Path) -> dict:
 
 def _start(home: Path, port: int, *extra: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), *extra],
+        [KERNELINDEX, "serve", "--port", str(port), *extra],
         env=_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -67,7 +67,7 @@ def test_data_survives_a_restart_and_the_database_stops_cleanly(tmp_path):
         manifests = tmp_path / "m.json"
         manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
         # `load` finds the server that `serve` started, through its address file.
-        loaded = subprocess.run([sys.executable, "-m", "gateway.cli", "load", str(manifests)], env=_env(home), capture_output=True, text=True, timeout=60)
+        loaded = subprocess.run([KERNELINDEX, "load", str(manifests)], env=_env(home), capture_output=True, text=True, timeout=60)
         assert loaded.returncode == 0, loaded.stderr
         assert _query(port, "{ runs { edges { node { title } } } }")["data"]["runs"]["edges"] != []
     finally:
@@ -92,7 +92,7 @@ def test_port_in_use_is_one_clear_error(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)], env=_env(tmp_path), capture_output=True, text=True, timeout=60
+            [KERNELINDEX, "serve", "--port", str(port)], env=_env(tmp_path), capture_output=True, text=True, timeout=60
         )
     assert result.returncode == 1
     assert result.stderr.strip() == f"error: port {port} on 127.0.0.1 is already in use; choose another with --port"
@@ -104,7 +104,7 @@ def test_database_port_in_use_is_one_clear_error(tmp_path):
         taken.listen()
         db_port = taken.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "gateway.cli", "serve", "--port", str(free_port()), "--db-port", str(db_port)],
+            [KERNELINDEX, "serve", "--port", str(free_port()), "--db-port", str(db_port)],
             env=_env(tmp_path), capture_output=True, text=True, timeout=60,
         )
     assert result.returncode == 1
@@ -114,7 +114,7 @@ def test_database_port_in_use_is_one_clear_error(tmp_path):
 
 def test_database_not_up_in_time_is_one_clear_error(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "gateway.cli", "serve", "--port", str(free_port()), "--db-timeout", "0.01"],
+        [KERNELINDEX, "serve", "--port", str(free_port()), "--db-timeout", "0.01"],
         env=_env(tmp_path), capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 1
@@ -141,9 +141,9 @@ def test_commands_start_the_embedded_database_themselves_when_no_serve_runs(tmp_
     bundle = factories.run_bundle("standalone-1")
     manifests = tmp_path / "m.json"
     manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
-    loaded = subprocess.run([sys.executable, "-m", "gateway.cli", "load", str(manifests)], env=_env(home), capture_output=True, text=True, timeout=120)
+    loaded = subprocess.run([KERNELINDEX, "load", str(manifests)], env=_env(home), capture_output=True, text=True, timeout=120)
     assert loaded.returncode == 0, loaded.stderr
-    exported = subprocess.run([sys.executable, "-m", "gateway.cli", "export", "--kind", "BenchmarkRun"], env=_env(home), capture_output=True, text=True, timeout=120)
+    exported = subprocess.run([KERNELINDEX, "export", "--kind", "BenchmarkRun"], env=_env(home), capture_output=True, text=True, timeout=120)
     assert exported.returncode == 0, exported.stderr
     assert [json.loads(line)["metadata"]["name"] for line in exported.stdout.splitlines()] == ["synthetic-standalone-1"]
     assert (home / "db").is_dir() and not (home / "db.json").exists()

@@ -4,7 +4,6 @@ real uvicorn server over HTTP; the offline path (job file in, signed result out)
 
 import json
 import subprocess
-import sys
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -14,6 +13,7 @@ from registry.dsse import private_pem
 from resolvers import ids
 from store.keys import Scope
 from store.manifest_set import publish_set
+from tests.command import KERNELINDEX
 from tests.jobs import support
 
 torch = pytest.importorskip("torch", reason="the CPU harness needs torch (the kernels extra)")
@@ -48,7 +48,7 @@ async def _cpu_registry(db) -> tuple[dict, str]:
 
 
 def _runner(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kernels.runner.cli", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run([KERNELINDEX, "runner", *args], capture_output=True, text=True, timeout=600)
 
 
 async def test_cpu_job_online_to_verified_run(api, db, live_server, tmp_path):
@@ -61,7 +61,7 @@ async def test_cpu_job_online_to_verified_run(api, db, live_server, tmp_path):
     requested = await support.request(api, maintainer, objects, implementation="kernelindex-051-reference", gpu=cpu, cases=[0, 1])
     assert requested["userErrors"] == [], requested
 
-    result = _runner("--api", live_server, "--key", runner_key, "--signing-key", str(key_file), "--gpu", cpu, "--once")
+    result = _runner("--api", live_server, "--api-key", runner_key, "--signing-key", str(key_file), "--gpu", cpu, "--once")
     assert result.returncode == 0, result.stderr[-3000:]
     job = (await api.data(
         "query($id: ID!) { benchmarkJob(id: $id) { state history { state } run { evidenceLevel status cases { index status samplesNs } workload { caseCount } } } }",
@@ -83,16 +83,16 @@ async def test_cpu_job_offline_path(api, db, live_server, tmp_path):
     key_file.write_bytes(private_pem(signer))
     requested = await support.request(api, maintainer, objects, implementation="kernelindex-051-reference", gpu=cpu, cases=[1])
     job_file, result_file = tmp_path / "job.json", tmp_path / "result.dsse.json"
-    cli = [sys.executable, "-m", "gateway.cli"]
-    claimed = subprocess.run([*cli, "jobs", "claim", "--api", live_server, "--key", runner_key, "--gpu", cpu, "--out", str(job_file)], capture_output=True, text=True, timeout=60)
+    cli = [KERNELINDEX]
+    claimed = subprocess.run([*cli, "jobs", "claim", "--api", live_server, "--api-key", runner_key, "--gpu", cpu, "--out", str(job_file)], capture_output=True, text=True, timeout=60)
     assert claimed.returncode == 0, claimed.stderr
     offline = _runner("--job", str(job_file), "--out", str(result_file), "--signing-key", str(key_file))
     assert offline.returncode == 0, offline.stderr[-3000:]
     assert json.loads(result_file.read_text())["envelope"]["payloadType"] == "application/vnd.in-toto+json"
-    submitted = subprocess.run([*cli, "submit-result", str(result_file), "--api", live_server, "--key", runner_key], capture_output=True, text=True, timeout=60)
+    submitted = subprocess.run([*cli, "submit-result", str(result_file), "--api", live_server, "--api-key", runner_key], capture_output=True, text=True, timeout=60)
     assert submitted.returncode == 0, submitted.stderr
     assert "succeeded" in submitted.stdout and "KERNELINDEX_VERIFIED" in submitted.stdout
-    again = subprocess.run([*cli, "submit-result", str(result_file), "--api", live_server, "--key", runner_key], capture_output=True, text=True, timeout=60)
+    again = subprocess.run([*cli, "submit-result", str(result_file), "--api", live_server, "--api-key", runner_key], capture_output=True, text=True, timeout=60)
     assert again.returncode == 1 and "ALREADY_COMPLETED" in again.stderr
     doc = await db.jobs.find_one({"_id": ids.decode_as(requested["job"]["id"], "BenchmarkJob")})
     assert doc["state"] == "succeeded" and await db.runs.count_documents({"evidenceLevel": "KernelIndex Verified"}) == 1

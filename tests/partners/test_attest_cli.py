@@ -4,12 +4,12 @@ runs them: real processes against a live gateway on 127.0.0.1."""
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from registry.dsse import private_pem, public_pem
+from tests.command import KERNELINDEX
 from tests.partners import support
 from tests.subscriptions.support import servers
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 
 def kernelindex(*args, env):
-    return subprocess.run([sys.executable, "-m", "gateway.cli", *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=120)
+    return subprocess.run([KERNELINDEX, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=120)
 
 
 async def test_a_partner_registers_a_key_and_attests_a_run(db, mongo_uri, tmp_path):
@@ -34,7 +34,7 @@ async def test_a_partner_registers_a_key_and_attests_a_run(db, mongo_uri, tmp_pa
     assert secret.startswith("kix_") and "created partner key" in created.stderr
 
     with servers(mongo_uri, db.name) as (server,):
-        args = ["attest", "--run", run["id"], "--result", str(tmp_path / "result.json"), "--key", str(tmp_path / "key.pem"), "--api", f"http://127.0.0.1:{server.port}"]
+        args = ["attest", "--run", run["id"], "--result", str(tmp_path / "result.json"), "--signing-key", str(tmp_path / "key.pem"), "--api", f"http://127.0.0.1:{server.port}"]
         done = kernelindex(*args, "--api-key", secret, env=env)
         assert done.returncode == 0, done.stderr
         assert "recorded as attestation sha256:" in done.stderr

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -17,6 +16,7 @@ from resolvers.types.common import encode_cursor
 from store.keys import Scope
 from store.publish import publish
 from tests import factories
+from tests.command import KERNELINDEX
 from tests.jobs import support as jobs
 from tests.subscriptions.support import RUN_PUBLISHED, graphql, servers, ws_connection
 
@@ -46,7 +46,7 @@ async def test_a_run_published_elsewhere_reaches_subscribers_on_every_process(db
             manifests = tmp_path / "m.json"
             manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
             env = {**os.environ, "MONGODB_URI": mongo_uri, "KERNELINDEX_DATABASE": db.name}
-            loaded = subprocess.run([sys.executable, "-m", "gateway.cli", "load", str(manifests)], env=env, capture_output=True, text=True, timeout=120)
+            loaded = subprocess.run([KERNELINDEX, "load", str(manifests)], env=env, capture_output=True, text=True, timeout=120)
             assert loaded.returncode == 0, loaded.stderr
             for conn in (on_a, on_b):
                 event = (await conn.next_data("all"))["runPublished"]

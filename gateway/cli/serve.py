@@ -1,0 +1,90 @@
+"""`kernelindex serve`: the GraphQL gateway, with the embedded database unless MONGODB_URI is set."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import threading
+
+from gateway.cli.common import DATA_DIR, fail
+from gateway.embedded import EmbeddedServer, _port_taken, clear_address, home, write_address
+from gateway.settings import Settings
+
+
+def register(sub) -> None:
+    serve = sub.add_parser("serve", help="run the GraphQL gateway (embedded database unless MONGODB_URI is set)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--db-port", type=int, default=None, help="port of the embedded database (default: a free one)")
+    serve.add_argument("--db-timeout", type=float, default=30.0, help="seconds to wait for the embedded database")
+    serve.add_argument("--no-data", action="store_true", help="do not load the bundled data on start")
+    serve.set_defaults(handler=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from gateway.app import create_app
+    from gateway.bootstrap import bootstrap
+
+    if _port_taken(args.host, args.port):
+        return fail(f"port {args.port} on {args.host} is already in use; choose another with --port")
+    server = None
+    # uvicorn stops gracefully on SIGINT/SIGTERM and then re-raises the signal; these handlers
+    # turn that (or a signal during start-up) into an orderly return, so the database is stopped.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _raise_stop)
+    if settings.mongodb_uri:
+        uri = settings.mongodb_uri
+    else:
+        server = EmbeddedServer(
+            home() / "db", port=args.db_port, log_path=home() / "secantusd.log", startup_timeout_s=args.db_timeout
+        )
+        uri = server.start()
+        write_address(server)
+        print(f"embedded database on {uri} (data in {home() / 'db'})", file=sys.stderr)
+    try:
+        if not args.no_data:
+            asyncio.run(bootstrap(uri, settings, DATA_DIR))
+        # No permessage-deflate: it costs about half of a subscription delivery's CPU.
+        config = uvicorn.Config(
+            create_app(uri, settings), host=args.host, port=args.port, log_level="info", ws_per_message_deflate=False
+        )
+        web = uvicorn.Server(config)
+        died: list[int] = []
+        if server is not None:
+            threading.Thread(target=_watch_child, args=(server, web, died), daemon=True).start()
+        print(f"KernelIndex GraphQL on http://{args.host}:{args.port}/graphql", file=sys.stderr)
+        try:
+            web.run()
+        except _Stop:
+            pass
+        if died:
+            return fail(f"the embedded database exited unexpectedly (code {died[0]}); see {home() / 'secantusd.log'}")
+        return 0
+    except _Stop:
+        return 0
+    finally:
+        if server is not None:
+            server.stop()
+            clear_address()
+
+
+class _Stop(Exception):
+    """A stop signal arrived."""
+
+
+def _raise_stop(signum, frame) -> None:
+    raise _Stop
+
+
+def _watch_child(server: EmbeddedServer, web, died: list[int]) -> None:
+    while not web.should_exit:
+        code = server.process.poll()
+        if code is not None:
+            died.append(code)
+            web.should_exit = True
+            return
+        threading.Event().wait(0.5)
