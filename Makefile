@@ -13,6 +13,8 @@ $(BIN)/python:
 
 setup: $(BIN)/python
 	$(BIN)/pip install -q -e .
+	@# GraphiQL's pinned assets, served locally by the web pages (no CDN).
+	cd gateway/web/assets && npm ci --no-audit --no-fund --silent
 
 setup-dev: $(BIN)/python
 	@# Page tests drive Debian's Chromium headless (Playwright never downloads a browser here).
@@ -20,6 +22,7 @@ setup-dev: $(BIN)/python
 	$(BIN)/pip install -q $(TORCH_CPU)
 	$(BIN)/pip install -q -e '.[dev,kernels]'
 	cd federation && npm ci --no-audit --no-fund --silent
+	cd gateway/web/assets && npm ci --no-audit --no-fund --silent
 
 serve: setup
 	$(BIN)/kernelindex serve $(ARGS)

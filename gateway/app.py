@@ -6,18 +6,19 @@ import contextlib
 import gc
 from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse
-from starlette.routing import Route, WebSocketRoute
+from starlette.responses import PlainTextResponse
+from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from gateway.auth import bearer_from_connection_params, bearer_from_headers, principal_for
-from gateway.pages import run_page
 from gateway.schema import build_schema
 from gateway.settings import Settings
+from gateway.web import create_web_app
 from resolvers.context import Context
 from resolvers.dataloaders import Loaders
 from resolvers.subscription import MAX_SUBSCRIPTIONS_PER_CONNECTION, SubscriptionLimitHandler
@@ -34,7 +35,7 @@ class KernelIndexGraphQL(GraphQL):
     def __init__(self, schema, app_state: Any, settings: Settings):
         super().__init__(
             schema,
-            graphql_ide="graphiql",
+            graphql_ide=None,  # GraphiQL is the web app's /graphiql, with local assets
             # graphql-transport-ws only: the legacy protocol had an auth bypass.
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
             max_subscriptions_per_connection=MAX_SUBSCRIPTIONS_PER_CONNECTION,
@@ -129,6 +130,7 @@ def create_app(mongodb_uri: str, settings: Settings | None = None, *, client_opt
         try:
             yield
         finally:
+            await web.state.graphql.aclose()
             await app.state.event_hub.stop()
             await client.close()
 
@@ -141,13 +143,14 @@ def create_app(mongodb_uri: str, settings: Settings | None = None, *, client_opt
     app.state.schema = schema
     app.state.settings = settings
     graphql = KernelIndexGraphQL(schema, app.state, settings)
+    # The pages query this server's own /graphql over HTTP semantics, in process (no socket).
+    web = create_web_app("http://kernelindex.internal/graphql", transport=httpx.ASGITransport(app=graphql))
     app.router.routes.extend(
         [
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
-            Route("/runs/{digest}", run_page),
             Route("/healthz", healthz),
-            Route("/", lambda request: RedirectResponse("/graphql")),
+            Mount("/", web),  # every other path: the web pages
         ]
     )
     return BodySizeLimit(app, settings.max_body_bytes)

@@ -1,10 +1,6 @@
 """The run dossier page in a real headless browser (Debian's Chromium driven by Playwright)."""
 
-import shutil
 from pathlib import Path
-
-import pytest
-import pytest_asyncio
 
 from gateway.bootstrap import bootstrap
 from gateway.settings import Settings
@@ -12,27 +8,6 @@ from store.publish import publish_many
 from tests import factories
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it)")]
-
-
-@pytest.fixture
-def site(live_site):
-    return live_site
-
-
-@pytest_asyncio.fixture
-async def browser():
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as p:
-        instance = await p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )
-        yield instance
-        await instance.close()
 
 
 async def _seed_digest(db, mongo_uri) -> str:
@@ -40,9 +15,8 @@ async def _seed_digest(db, mongo_uri) -> str:
     return (await db.runs.find_one({"externalId": "37369"}))["_id"]
 
 
-async def test_seed_run_page_shows_the_record(db, mongo_uri, site, browser, tmp_path):
+async def test_seed_run_page_shows_the_record(db, mongo_uri, site, page, tmp_path):
     digest = await _seed_digest(db, mongo_uri)
-    page = await browser.new_page()
     await page.goto(f"{site}/runs/{digest}")
     assert await page.inner_text("#title") == "Geometric · 051_attention_qkv_with_qk_norm_single_kernel_backward · B200"
     assert (await page.inner_text("#primary")).startswith("333.6 µs")
@@ -59,18 +33,18 @@ async def test_seed_run_page_shows_the_record(db, mongo_uri, site, browser, tmp_
     assert (tmp_path / "run.png").stat().st_size > 10_000
 
 
-async def test_compare_with_number_one_navigates_to_the_leader(db, mongo_uri, site, browser):
+async def test_number_one_link_navigates_to_the_leader(db, mongo_uri, site, page):
     outcomes = await publish_many(db, [factories.run_bundle("a", score=0.9, user="leader"), factories.run_bundle("b", score=0.2, user="second")])
-    page = await browser.new_page()
     await page.goto(f"{site}/runs/{outcomes[1].run_digest}")
     assert "Rank 2 of 2" in await page.inner_text("#rank")
-    await page.click("#compare")
+    assert await page.get_attribute("#compare", "href") == f"/compare?runs={outcomes[1].run_digest},{outcomes[0].run_digest}"
+    await page.click("#leader a")
     await page.wait_for_url(f"{site}/runs/{outcomes[0].run_digest}")
     assert await page.inner_text("#title") == "leader · synthetic-op · B200"
     assert "Rank 1 of 2" in await page.inner_text("#rank")
+    assert await page.inner_text("#leader") == "#1: leader · synthetic-op · B200 (this run)"
 
 
-async def test_unknown_run_page_is_a_404(site, browser):
-    page = await browser.new_page()
+async def test_unknown_run_page_is_a_404(site, page):
     response = await page.goto(f"{site}/runs/sha256:{'0' * 64}")
-    assert response.status == 404 and "No run with digest" in await page.inner_text("h1")
+    assert response.status == 404 and "No run with digest" in await page.inner_text("#error")

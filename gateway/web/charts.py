@@ -1,0 +1,68 @@
+"""Per-case latency charts as inline SVG (no chart library, nothing loaded from elsewhere)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from markupsafe import Markup
+
+ROW = 14  # px per bar
+GAP = 6  # px between cases
+LEFT = 150  # px for the case labels
+WIDTH = 640
+COLOURS = ("#2347c6", "#d9730d", "#2e8b57")
+MAX_CASES = 64  # beyond this the table carries the numbers; the chart would be a wall
+
+
+def case_latency_ns(case: dict, statistic: str | None) -> int | None:
+    """The case's latency under the run's primary statistic, else its first one."""
+    latency = case.get("latency") or []
+    for measurement in latency:
+        if measurement["statistic"] == statistic:
+            return int(measurement["valueNs"])
+    return int(latency[0]["valueNs"]) if latency else None
+
+
+def _display(ns: float) -> str:
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3g} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.4g} µs"
+    return f"{ns:.0f} ns"
+
+
+def case_chart(series: list[tuple[str, dict[int, int]]], labels: dict[int, str], title: str) -> Markup:
+    """Grouped horizontal bars: one group per case (in `labels` order), one bar per series."""
+    cases = list(labels)[:MAX_CASES]
+    values = [v for _, points in series for i, v in points.items() if i in labels]
+    if not cases or not values:
+        return Markup("")
+    top = max(values)
+    scale = (WIDTH - LEFT - 80) / top
+    group_height = ROW * len(series) + GAP
+    height = group_height * len(cases) + 24
+    out = [
+        f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
+    ]
+    for row, index in enumerate(cases):
+        y = row * group_height
+        out.append(f'<text x="{LEFT - 6}" y="{y + group_height / 2 + 3:.0f}" text-anchor="end">{escape(labels[index])}</text>')
+        for k, (name, points) in enumerate(series):
+            value = points.get(index)
+            if value is None:
+                continue
+            by = y + k * ROW
+            w = max(1.0, value * scale)
+            out.append(
+                f'<rect x="{LEFT}" y="{by}" width="{w:.1f}" height="{ROW - 2}" fill="{COLOURS[k % 3]}">'
+                f"<title>{escape(name)} · case {index}: {_display(value)}</title></rect>"
+                f'<text x="{LEFT + w + 4:.1f}" y="{by + ROW - 4}">{_display(value)}</text>'
+            )
+    legend_y = height - 8
+    for k, (name, _) in enumerate(series):
+        x = LEFT + k * 160
+        out.append(f'<rect x="{x}" y="{legend_y - 9}" width="10" height="10" fill="{COLOURS[k % 3]}"/>')
+        out.append(f'<text x="{x + 14}" y="{legend_y}">{escape(name[:22])}</text>')
+    out.append("</svg>")
+    return Markup("".join(out))

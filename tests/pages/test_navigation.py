@@ -1,0 +1,80 @@
+"""A visitor's path through the bundled data: / → a group → a run → compare with #1 → back,
+each page checked against the API's answer for the same data."""
+
+import math
+from pathlib import Path
+
+import pytest_asyncio
+
+from gateway.bootstrap import bootstrap
+from gateway.settings import Settings
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+GROUPS = """{ definitions { name comparisonGroups { id title size leader { id digest title } } } }"""
+BOARD = """query($id: ID!) { comparisonGroup(id: $id) { runs(first: 50) { edges { node {
+  id digest title rank primaryMeasurement { display } } } } } }"""
+CASES = """query($id: ID!) { run(id: $id) { title rank group { rankedSize }
+  protocol { primaryStatistic } cases { index latency { statistic valueNs } } } }"""
+
+
+@pytest_asyncio.fixture
+async def bundled(db, mongo_uri):
+    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
+
+
+def per_case(run: dict) -> dict[int, int]:
+    statistic = run["protocol"]["primaryStatistic"]
+    return {c["index"]: next(m["valueNs"] for m in c["latency"] if m["statistic"] == statistic) for c in run["cases"]}
+
+
+async def test_home_group_run_compare_and_back(bundled, site, page, graphql):
+    definitions = (await graphql(GROUPS))["definitions"]
+    await page.goto(f"{site}/")
+    assert await page.title() == "KernelIndex · fastest evidenced GPU kernels"
+    # Every operation and every group with its #1, as the API lists them.
+    for definition in definitions:
+        for group in definition["comparisonGroups"]:
+            row = page.locator("tr", has=page.locator(f'a[href="/groups/{group["id"]}"]'))
+            assert await row.locator("td").nth(0).inner_text() == group["title"]
+            assert await row.locator("td").nth(3).inner_text() == str(group["size"])
+            assert await row.locator("td").nth(4).inner_text() == group["leader"]["title"]
+
+    group = max((g for d in definitions for g in d["comparisonGroups"]), key=lambda g: g["size"])
+    await page.click(f'a[href="/groups/{group["id"]}"]')
+    await page.wait_for_url(f"{site}/groups/{group['id']}")
+    assert await page.inner_text("h1") == group["title"]
+    board = [e["node"] for e in (await graphql(BOARD, {"id": group["id"]}))["comparisonGroup"]["runs"]["edges"]]
+    rows = page.locator("#leaderboard tbody tr")
+    assert await rows.count() == len(board) == group["size"]
+    ranks = [r["rank"] for r in board]
+    for i, run in enumerate(board):
+        assert await rows.nth(i).get_attribute("data-digest") == run["digest"]
+        tie = ranks.count(run["rank"]) > 1
+        assert await rows.nth(i).locator("td.rank").inner_text() == f"{'=' if tie else ''}{run['rank']}"
+        assert (await rows.nth(i).locator("td").nth(2).inner_text()).startswith(run["primaryMeasurement"]["display"])
+
+    # The worst-ranked run, then compare it with #1.
+    last = board[-1]
+    await rows.nth(len(board) - 1).locator("a").click()
+    await page.wait_for_url(f"{site}/runs/{last['digest']}")
+    detail = (await graphql(CASES, {"id": last["id"]}))["run"]
+    assert await page.inner_text("#title") == last["title"]
+    assert f"Rank {detail['rank']} of {detail['group']['rankedSize']}" in await page.inner_text("#rank")
+    assert await page.locator("#chart svg rect").count() >= len(detail["cases"])
+
+    await page.click("#compare")
+    await page.wait_for_url(f"{site}/compare?runs={last['digest']},{group['leader']['digest']}")
+    leader = (await graphql(CASES, {"id": group["leader"]["id"]}))["run"]
+    mine, best = per_case(detail), per_case(leader)
+    shared = sorted(set(mine) & set(best))
+    expected = math.exp(sum(math.log(best[i] / mine[i]) for i in shared) / len(shared))
+    rows = page.locator("#runs tbody tr")
+    assert [await rows.nth(i).locator("td a").first.inner_text() for i in range(2)] == [last["title"], leader["title"]]
+    assert await rows.nth(1).locator("td.geomean").inner_text() == f"{expected:.3f}×"
+    assert await page.locator("#cases tbody tr").count() == len(set(mine) | set(best))
+
+    await page.go_back()
+    await page.wait_for_url(f"{site}/runs/{last['digest']}")
+    assert await page.inner_text("#title") == last["title"]
+
