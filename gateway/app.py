@@ -50,6 +50,7 @@ class KernelIndexGraphQL(GraphQL):
             db=db,
             loaders=Loaders(db),
             public_url=self.settings.public_url,
+            source_url=self.settings.source_url,
             request=request,
             response=response,
             principal=principal,

@@ -3,6 +3,7 @@
 - `data/snapshots/sol-execbench/`: saved SOL-ExecBench responses, imported by the loader.
 - `data/controlled/**/manifests.json`: our own harness's manifests (definitions, workloads,
   protocols, environments, implementations, runs).
+- `data/code-pins.json`: the commits holding the code of revisions published without one.
 - `data/verified/*.json`: signed runner results ({"job", "envelope"}) from controlled reruns,
   verified against the approved runner keys in `data/runners/*.pem` and published as verified.
 A second start finds everything present and writes nothing.
@@ -15,7 +16,9 @@ from pathlib import Path
 
 from gateway.manifest_files import read_manifests
 from gateway.settings import Settings
+from registry.code import PinsError, parse_pins
 from registry.dsse import keyid, load_public_key
+from store.code_pins import save_pins
 from store.client import make_client
 from store.manifest_set import publish_set
 from store.schema import ensure_schema
@@ -49,6 +52,12 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path) -> None:
             manifests += read_manifests(path)
         if manifests:
             await publish_set(db, manifests)
+        pins_file = data_dir / "code-pins.json"
+        if pins_file.is_file():
+            try:
+                await save_pins(db, parse_pins(json.loads(pins_file.read_text())))
+            except (PinsError, json.JSONDecodeError) as error:
+                raise BootstrapError(f"{pins_file}: {error}") from None
         approved = approved_runner_keys(data_dir)
         for path in sorted((data_dir / "verified").glob("*.json")):
             record = json.loads(path.read_text())

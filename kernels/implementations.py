@@ -1,19 +1,22 @@
 """The implementations the harness (and later the runner) may execute, by name.
 
 Each one maps a name to callables (loaded lazily: importing this module needs no torch) and to an
-ImplementationRevision manifest whose spec.code.digest is the sha256 digest of its source files.
+ImplementationRevision manifest whose spec.code.digest is the sha256 digest of its source files
+(registry/code.py). A new revision's manifest also names the commit holding those files, with the
+paths and variant needed to recompute the digest from git; revisions published before that keep
+their manifests, and their commits are pinned in data/code-pins.json.
 Only code registered here is ever executed; nothing that comes from the API is.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from registry.digest import digest_of
+from kernels.source_commit import source_commit
+from registry.code import REPOSITORY, code_digest
 from registry.manifests import Manifest, make_manifest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -35,10 +38,16 @@ class Implementation:
 
     # ---------------------------------------------------------------- identity
     def code_digest(self) -> str:
-        files = {}
-        for rel in self.sources:
-            files[rel] = "sha256:" + hashlib.sha256((REPO_ROOT / rel).read_bytes()).hexdigest()
-        return digest_of({"files": files, "entryPoint": self.entry_point, "variant": self.variant})
+        files = {rel: (REPO_ROOT / rel).read_bytes() for rel in self.sources}
+        return code_digest(files, self.entry_point, self.variant)
+
+    def code_reference(self) -> dict[str, Any]:
+        digest = self.code_digest()
+        code = {"repository": REPOSITORY, "path": OP_DIR, "entryPoint": self.entry_point, "digest": digest, "language": self.language}
+        if digest in PUBLISHED_WITHOUT_COMMIT:
+            return code  # its published manifest, unchanged (the commit is in data/code-pins.json)
+        commit = source_commit(self.sources)
+        return {**code, "paths": list(self.sources), "variant": self.variant, **({"commit": commit} if commit else {})}
 
     def manifest_name(self) -> str:
         return f"kernelindex-{self.operation}-{self.name}"
@@ -53,13 +62,7 @@ class Implementation:
                 "project": "kernelindex",
                 "revision": "v1+" + digest.split(":")[1][:12],
                 "definitionDigest": definition_digest,
-                "code": {
-                    "repository": "kernelindex",
-                    "path": OP_DIR,
-                    "entryPoint": self.entry_point,
-                    "digest": digest,
-                    "language": self.language,
-                },
+                "code": self.code_reference(),
             },
             title=self.title,
             annotations={"description": self.description} if self.description else {},
@@ -97,6 +100,20 @@ def _resolve(entry_point: str) -> Callable:
     module, _, attr = entry_point.partition(":")
     return getattr(importlib.import_module(module), attr)
 
+
+# Code digests of current revisions published before manifests named a commit: their manifests
+# stay byte for byte what was published (so are their digests, which runs and jobs reference).
+PUBLISHED_WITHOUT_COMMIT = frozenset({
+    "sha256:5fdf6b1b791fc9276300c6b4fe6f53254c46098098094c2e1376dea4f2f29d54",  # reference
+    "sha256:a3531c71d52753b0acd4166bf404cf0ff8a1f975dc3609e4c0f700839d92e448",  # compile
+    "sha256:a00b294ebe0a077e6f43415552cd157ba8dcc873ec8d4f6e64fcc3b5e5031e59",  # ext
+    "sha256:b93e02055c4c204b127b7cc7902388f94af0d4eae95b29afac181b955815080f",  # ext-cublas
+    "sha256:eaab53ef71969bfe750d3648c468d1c877cc44d18be67d8d29d02f712d2459e8",  # ext-wgmma128
+    "sha256:bf2ce50f2a275726be7440ddf42d65aff4d5d1fdfc6dd92b5f572a5c4d40b32f",  # ext-wgmma256
+    "sha256:a1a4b7652471fd83613167aead8ee56834e7211a9bba353b97534fc0e5e56ebf",  # ext-cluster
+    "sha256:a9678aa20bce7a6ff31f52748be67cee7e1e3394a8dcf5fb25d4dfb1ebc36d6a",  # ext-streamnorm
+    "sha256:87e66b73396d2a4f9d31b42f67ea7f83362706bb15057c27debf171ffeacfb97",  # ext-streamk
+})
 
 _REF_SOURCES = (f"{OP_DIR}/definition.py", f"{OP_DIR}/reference.py")
 _EXT_SOURCES = (

@@ -124,12 +124,15 @@ class WorkloadSuiteSpec(Strict):
 
 
 class CodeReference(Strict):
-    """Enough to fetch the exact code again; its presence is what makes a run reproducible."""
+    """Enough to fetch the exact code again; its presence is what makes a run reproducible.
+    With `commit`, `paths` and `variant`, `digest` can be recomputed from git (registry/code.py)."""
 
     repository: str | None = None
     commit: str | None = None
     path: str | None = None
+    paths: list[str] | None = None
     entryPoint: str | None = None
+    variant: dict[str, Any] | None = None
     digest: Digest | None = None
     language: str | None = None
 

@@ -17,6 +17,7 @@ class Context:
     db: AsyncDatabase
     loaders: Loaders
     public_url: str
+    source_url: str | None = None  # base of code links (gateway.settings)
     request: Any = None
     response: Any = None
     principal: Any = None  # the authenticated API key, if any (see gateway.auth)

@@ -57,6 +57,7 @@ class Loaders:
         self.environments = _by_id_loader(db, "environments")
         self.groups = _by_id_loader(db, "comparison_groups")
         self.attestations = _by_id_loader(db, "attestations")
+        self.code_pins = _by_id_loader(db, "code_pins")
 
         async def groups_of_definitions(keys: list[str]) -> list[Doc]:
             return await db.comparison_groups.find({"definitionDigest": {"$in": keys}}).to_list()

@@ -97,6 +97,19 @@ VALIDATORS["source_snapshots"] = {
         },
     }
 }
+# Where the code behind a code digest lives in git (registry/code.py), for revisions whose
+# manifests predate `code.commit`; keyed by the code digest.
+VALIDATORS["code_pins"] = {
+    "$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "repository", "commit", "paths", "entryPoint"],
+        "properties": {
+            "_id": {"bsonType": "string", "pattern": DIGEST_PATTERN},
+            "commit": {"bsonType": "string", "pattern": "^[0-9a-f]{40}$"},
+            "paths": {"bsonType": "array", "minItems": 1, "items": {"bsonType": "string"}},
+        },
+    }
+}
 VALIDATORS["events"] = {
     "$jsonSchema": {
         "bsonType": "object",

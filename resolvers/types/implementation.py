@@ -13,14 +13,43 @@ from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
 
 
-@strawberry.type
+@strawberry.type(description="Where the code of a revision lives: its digest covers the files at `paths`, the entry point and the variant; `commit` holds exactly those files.")
 class CodeReference:
     repository: str | None
     commit: str | None
     path: str | None
+    paths: list[str] | None
     entry_point: str | None
     digest: str | None
     language: str | None
+    url: str | None = strawberry.field(description="A link to the code at that commit, when the commit is known.")
+
+    @classmethod
+    def of(cls, code: dict[str, Any], pin: dict[str, Any] | None, source_url: str | None) -> CodeReference:
+        """The manifest's code, completed by the pin kept for its digest (data/code-pins.json),
+        which is preferred: it was checked against git history."""
+        pin = pin or {}
+        commit = pin.get("commit") or code.get("commit")
+        url = f"{source_url}/tree/{commit}/{code['path']}" if source_url and commit and code.get("path") else None
+        return cls(
+            repository=pin.get("repository") or code.get("repository"),
+            commit=commit,
+            path=code.get("path"),
+            paths=pin.get("paths") or code.get("paths"),
+            entry_point=code.get("entryPoint"),
+            digest=code.get("digest"),
+            language=code.get("language"),
+            url=url,
+        )
+
+
+async def code_reference(info: Info, doc: dict[str, Any] | None) -> CodeReference | None:
+    """An ImplementationRevision document's code, with its pin if one is kept."""
+    code = (doc or {}).get("spec", {}).get("code")
+    if not code:
+        return None
+    pin = await info.context.loaders.code_pins.load(code["digest"]) if code.get("digest") else None
+    return CodeReference.of(code, pin, info.context.source_url)
 
 
 @strawberry.federation.type(keys=["id"], description="An implementation revision (ImplementationRevision manifest).")
@@ -31,15 +60,18 @@ class Implementation(Node):
     project: str
     revision: str
     definition_digest: str
-    code: CodeReference | None
     source: str | None
     external_id: str | None
     manifest: JSON
+    doc: strawberry.Private[dict[str, Any]]
+
+    @strawberry.field
+    async def code(self, info: Info) -> CodeReference | None:
+        return await code_reference(info, self.doc)
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Implementation:
         spec = doc["spec"]
-        code = spec.get("code")
         source = spec.get("source") or {}
         return cls(
             id=strawberry.ID(ids.encode("Implementation", doc["_id"])),
@@ -48,19 +80,10 @@ class Implementation(Node):
             project=spec["project"],
             revision=spec["revision"],
             definition_digest=spec["definitionDigest"],
-            code=CodeReference(
-                repository=code.get("repository"),
-                commit=code.get("commit"),
-                path=code.get("path"),
-                entry_point=code.get("entryPoint"),
-                digest=code.get("digest"),
-                language=code.get("language"),
-            )
-            if code
-            else None,
             source=source.get("source"),
             external_id=source.get("externalId"),
             manifest=manifest_json(doc),
+            doc=doc,
         )
 
     @classmethod

@@ -12,7 +12,7 @@ from resolvers import ids
 from resolvers.context import Info
 from resolvers.types.common import PageInfo
 from resolvers.types.definition import Definition
-from resolvers.types.implementation import Implementation
+from resolvers.types.implementation import Implementation, code_reference
 from resolvers.types.node import Node
 from resolvers.types.protocol import Protocol, manifest_json
 from resolvers.types.run import Run
@@ -129,13 +129,19 @@ async def job_document(info: Info, doc: dict[str, Any]) -> dict[str, Any]:
     definition = await loaders.definitions.load(doc["definitionDigest"])
     workload = await loaders.workloads.load(expected["workloadDigest"])
     protocol = await loaders.protocols.load(expected["protocolDigest"])
+    code = await code_reference(info, await loaders.implementations.load(expected["implementationDigest"]))
     lease = doc.get("lease")
     return {
         "id": ids.encode("BenchmarkJob", doc["_id"]),
         "jobId": doc["_id"],
         "gpu": doc["gpu"],
         "definition": {"digest": doc["definitionDigest"], "name": definition["spec"]["name"]},
-        "implementation": {"name": doc["implementationName"], "digest": expected["implementationDigest"]},
+        "implementation": {
+            "name": doc["implementationName"],
+            "digest": expected["implementationDigest"],
+            # What the runner checks its own code against, and the commit to check out if it differs.
+            "code": {"digest": code.digest, "commit": code.commit} if code else None,
+        },
         "workload": manifest_json(workload),
         "protocol": manifest_json(protocol),
         "leaseExpiresAt": lease["expiresAt"].isoformat() if lease else None,

@@ -63,6 +63,8 @@ async def test_claim_complete_publishes_a_verified_run(api, db):
     assert claimed["job"]["id"] == job["id"] and claimed["job"]["state"] == "claimed"
     document = claimed["job"]["runnerDocument"]
     assert document["implementation"]["name"] == "ext" and document["workload"]["kind"] == "WorkloadSuite"
+    # The code the runner must hold; no commit is known for this one (no pin, none in its manifest).
+    assert document["implementation"]["code"] == {"digest": "sha256:" + "c" * 64, "commit": None}
     doc = await db.jobs.find_one({"_id": ids.decode_as(job["id"], "BenchmarkJob")})
     done = await complete(api, runner, job["id"], support.signed_result(doc, signer))
     assert done["userErrors"] == []

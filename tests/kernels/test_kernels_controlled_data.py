@@ -31,18 +31,3 @@ def test_committed_h200_manifests_parse_and_link():
     assert ext.spec.aggregates["casesFasterThanReference"] == 16
     assert (DATA / "chart.png").stat().st_size > 0
 
-
-def test_committed_cuda_revisions_are_the_registrys_current_code():
-    """Published CUDA runs pin their code: the registry must still build the same revision from
-    the files (a changed kernel source needs a new implementation entry, not an edit)."""
-    from kernels.implementations import get
-
-    checked = set()
-    for path in sorted(DATA.parent.glob("*/manifests.json")):
-        for m in (parse_manifest(x) for x in json.loads(path.read_text())):
-            if m.kind != "ImplementationRevision" or m.spec.code.language != "cuda":
-                continue
-            name = m.metadata.name.removeprefix("kernelindex-051-")
-            assert manifest_digest(get(name).manifest(m.spec.definitionDigest)) == manifest_digest(m), (path, name)
-            checked.add(name)
-    assert {"ext", "ext-cluster", "ext-streamnorm", "ext-streamk"} <= checked
