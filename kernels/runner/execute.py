@@ -1,8 +1,8 @@
 """Executing one benchmark job on this host and signing the result.
 
 The job names a definition, an implementation and a protocol by digest; the runner executes only
-code from its own `kernels/` registry whose manifests have exactly those digests. Nothing in the
-job is ever executed.
+code from its own `kernels/` registry whose code digest is the job's (a different revision is
+refused with the commit that holds the job's code). Nothing in the job is ever executed.
 """
 
 from __future__ import annotations
@@ -48,14 +48,25 @@ def _find_operation(definition_digest: str):
     raise JobFailure("runtime_error", f"this runner has no operation with definition digest {definition_digest}")
 
 
-def _find_implementation(name: str, digest: str, definition_digest: str):
+def _find_implementation(wanted: dict[str, Any], definition_digest: str):
+    """This runner's entry for the job's implementation, if it holds the same code: the job's
+    `code.digest` (or, from an older registry, the manifest digest). Otherwise the refusal names
+    the commit that holds the job's code (registry/code.py), for the operator to check out."""
     from kernels.implementations import IMPLEMENTATIONS
 
+    name, digest, code = wanted["name"], wanted["digest"], wanted.get("code") or {}
     for impl in IMPLEMENTATIONS.values():
-        if impl.manifest_name() == name:
-            if manifest_digest(impl.manifest(definition_digest)) != digest:
-                raise JobFailure("compile_error", f"this runner's {name} is another revision than {digest}")
+        if impl.manifest_name() != name:
+            continue
+        held = impl.code_digest()
+        if held == code.get("digest") or (not code.get("digest") and manifest_digest(impl.manifest(definition_digest)) == digest):
             return impl
+        where = f"check out commit {code['commit']} to run it" if code.get("commit") else "no commit is recorded for it"
+        raise JobFailure(
+            "compile_error",
+            f"this runner's {name} is another revision than {digest}: it holds code {held}, the job's code is "
+            f"{code.get('digest', 'not named')}; {where}",
+        )
     raise JobFailure("runtime_error", f"this runner's kernels registry has no implementation {name!r}")
 
 
@@ -108,7 +119,7 @@ def execute_job(job: dict[str, Any], signing_key: Ed25519PrivateKey, log: Callab
         raise JobFailure("runtime_error", f"the job document is not valid: {error}") from None
     definition_digest = job["definition"]["digest"]
     op = _find_operation(definition_digest)
-    impl = _find_implementation(job["implementation"]["name"], job["implementation"]["digest"], definition_digest)
+    impl = _find_implementation(job["implementation"], definition_digest)
     settings = _settings_for(protocol)
     shapes = _shapes(workload)
 

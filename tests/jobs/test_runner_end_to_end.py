@@ -4,6 +4,7 @@ real uvicorn server over HTTP; the offline path (job file in, signed result out)
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -113,4 +114,27 @@ async def test_runner_refuses_an_implementation_it_does_not_know(db, tmp_path):
     job_file.write_text(json.dumps(document))
     result = _runner("--job", str(job_file), "--out", str(tmp_path / "r.json"), "--signing-key", str(key_file))
     assert result.returncode == 1 and "another revision" in result.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["failure"]["code"] == "compile_error"
+
+
+async def test_runner_refuses_another_revision_naming_the_commit_to_check_out(db, tmp_path):
+    """A job for a revision whose code this runner does not hold fails with compile_error, and the
+    message names the commit that holds the job's code (from the job's runner document)."""
+    objects, cpu = await _cpu_registry(db)
+    key_file = tmp_path / "runner.pem"
+    key_file.write_bytes(private_pem(Ed25519PrivateKey.generate()))
+    pinned = json.loads((Path(__file__).resolve().parents[2] / "data" / "code-pins.json").read_text())["pins"]
+    old_compile = "sha256:215a1e6e7c4212708d4ad685fa24dacd0c8eb256bcc580af325215623c145ccf"
+    document = {
+        "id": "x", "jobId": "x", "gpu": cpu,
+        "definition": {"digest": manifest_digest(objects["definition"]), "name": "x"},
+        "implementation": {"name": "kernelindex-051-compile", "digest": "sha256:" + "8" * 64,
+                           "code": {"digest": old_compile, "commit": pinned[old_compile]["commit"]}},
+        "workload": objects["workload"].to_json(), "protocol": objects["protocol"].to_json(),
+    }
+    job_file = tmp_path / "job.json"
+    job_file.write_text(json.dumps(document))
+    result = _runner("--job", str(job_file), "--out", str(tmp_path / "r.json"), "--signing-key", str(key_file))
+    assert result.returncode == 1
+    assert f"check out commit {pinned[old_compile]['commit']}" in result.stderr and old_compile in result.stderr
     assert json.loads((tmp_path / "r.json").read_text())["failure"]["code"] == "compile_error"
