@@ -100,19 +100,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    extra = {}
-    if device == "cuda" and any(n.startswith("ext") for n in names):
-        try:
-            from kernels.ops.qkv_qknorm_backward import ext
-
-            import torch
-
-            sms = torch.cuda.get_device_properties(0).multi_processor_count
-            extra["extPlans"] = {str(b * s): ext.plan(b * s, sms, 0) for b, s in shapes}
-        except Exception as exc:  # informational only
-            extra["extPlans"] = {"error": str(exc)}
-    result = write_outputs(args.out, op, shapes, small, settings, records, product,
-                           command, extra)
+    result = write_outputs(args.out, op, shapes, small, settings, records, product, command)
     print(result["summary"])
     for run in result["runs"]:
         agg = run.spec.aggregates

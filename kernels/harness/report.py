@@ -226,7 +226,6 @@ def summary_markdown(records: dict[str, ImplRecord], product: str | None) -> str
 def write_outputs(
     out_dir: Path, op: Any, shapes: list[tuple[int, int]], small: bool, settings: Settings,
     records: dict[str, ImplRecord], product: str | None, command: list[str],
-    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     from kernels.harness.environment import environment_manifest
 
@@ -302,7 +301,6 @@ def write_outputs(
             }
             for name, rec in records.items()
         },
-        **(extra or {}),
     }
     (out_dir / "raw.json").write_text(json.dumps(raw, indent=1, ensure_ascii=False) + "\n")
     summary = summary_markdown(records, product)

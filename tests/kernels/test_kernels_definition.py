@@ -39,7 +39,7 @@ def test_implementation_manifests_and_digests():
         assert m.spec.code.digest == impl.code_digest()
         digests[name] = m.spec.code.digest
     assert len(set(digests.values())) == len(digests)  # variants are distinct code identities
-    assert {"reference", "compile", "ext", "ext-cublas"} <= set(IMPLEMENTATIONS)
+    assert {"reference", "compile", "ext-streamnorm"} <= set(IMPLEMENTATIONS)
     with pytest.raises(ValueError, match="unknown implementation"):
         get("nope")
 

@@ -77,18 +77,6 @@ def test_mode_strings():
             ext_cluster.parse_mode(bad)
 
 
-def test_ext_cluster_registration():
-    impl = get("ext-cluster")
-    assert impl.entry_point.endswith("ext_cluster:qkv_qknorm_backward")
-    assert impl.out_entry_point.endswith("ext_cluster:qkv_qknorm_backward_out")
-    assert "kernels/ops/qkv_qknorm_backward/csrc/cluster_sm90.cu" in impl.sources
-    assert all((ROOT / s).exists() for s in impl.sources)
-    assert impl.variant == {"mode": "auto"}
-    digests = {get(n).code_digest() for n in ("ext", "ext-fused", "ext-cluster")}
-    assert len(digests) == 3
-    assert not any("cluster" in s for s in get("ext").sources)  # ext's pinned sources untouched
-
-
 def test_compile_implementation_digest_covers_only_what_it_runs():
     impl = get("compile")
     assert impl.entry_point == "kernels.ops.qkv_qknorm_backward.compiled:compiled_reference"
