@@ -12,22 +12,14 @@ from loaders.sol_execbench import normalize, parse
 from loaders.sol_execbench.fetch import retry_after_seconds
 from registry.digest import manifest_digest
 from registry.manifests import RunStatus, parse_manifest
+from tests.fixtures import seed_manifests, sol_051_facts
 from tests.loaders import synthetic
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = REPO / "data" / "snapshots" / "sol-execbench"
-SHARED = REPO.parent / "shared"  # the read-only shared docs beside the checkout
-SEED = SHARED / "seed" / "run-record-37369.txt"
-FACTS = SHARED / "data" / "sol-execbench" / "051_cases_b200_api_facts.json"
 SEED_PROTOCOL = "sha256:6383f62490dad270ad2146a94f67b48fba5cfcbc0b9b180f02665c69cc4433a0"
 SEED_ENVIRONMENT = "sha256:f304afb2fedab4bbeadf8ac36a990ff517ab6e824dfe5a3ee0fe46259ff5e39f"
 SEED_RUN = "sha256:3c2100b045792938b030dc99e62585550012b982921e377090ef1d6ec04d9c56"
-
-
-def seed_manifests() -> dict:
-    """The seed page's "Canonical manifest" block (run, protocol, environment)."""
-    text = SEED.read_text()
-    return json.loads(text[text.index('{\n  "run"') : text.rindex("}") + 1])
 
 
 def bundled_run() -> normalize.RunManifests:
@@ -48,7 +40,6 @@ def normalized(record: dict, kernel_id: int = 901) -> normalize.RunManifests:
 # ---------------------------------------------------------------- the seed record
 
 
-@pytest.mark.skipif(not SEED.exists(), reason="the seed record is in the shared docs")
 def test_seed_digests_are_reproduced_by_the_registry():
     seed = seed_manifests()
     assert manifest_digest(parse_manifest(seed["run"])) == SEED_RUN
@@ -56,7 +47,6 @@ def test_seed_digests_are_reproduced_by_the_registry():
     assert manifest_digest(parse_manifest(seed["environment"])) == SEED_ENVIRONMENT
 
 
-@pytest.mark.skipif(not SEED.exists(), reason="the seed record is in the shared docs")
 def test_bundled_submission_37369_normalizes_to_the_seed():
     seed = seed_manifests()
     ours = bundled_run()
@@ -99,17 +89,16 @@ def test_bundled_kernel_51_keeps_only_the_baseline_digest():
         "grad_q_norm_weight", "grad_k_norm_weight",
     }
     suite = kernel.workload.to_json()["spec"]
-    facts = json.loads(FACTS.read_text()) if FACTS.exists() else None
+    facts = sol_051_facts()
     assert len(suite["cases"]) == 16
     assert suite["correctness"] == {
         "comparator": "sol_execbench_eval",
         "description": "Correctness must pass on every case in the SOL evaluation stack.",
     }
     assert suite["definitionDigest"] == kernel.definition_digest
-    if facts:
-        for case, fact in zip(suite["cases"], facts["cases"], strict=True):
-            assert case["axes"] == {"batch_size": fact["batch_size"], "seq_len": fact["seq_len"]}
-            assert case["sourceNative"] == {"sol_ms": fact["sol_ms_b200"], "baseline_latency_ms": fact["baseline_latency_ms_b200"]}
+    for case, fact in zip(suite["cases"], facts["cases"], strict=True):
+        assert case["axes"] == {"batch_size": fact["batch_size"], "seq_len": fact["seq_len"]}
+        assert case["sourceNative"] == {"sol_ms": fact["sol_ms_b200"], "baseline_latency_ms": fact["baseline_latency_ms_b200"]}
 
 
 # ---------------------------------------------------------------- submissions

@@ -2,20 +2,11 @@
 states the protocol and environment digests in full and the run digest's prefix; the small
 vectors were computed with `printf '<canonical bytes>' | sha256sum` in a shell."""
 
-import json
-from pathlib import Path
-
 import pytest
 
 from registry.digest import canonical_json, digest_of, manifest_digest
 from registry.manifests import parse_manifest
-
-SEED = Path(__file__).resolve().parents[3] / "shared" / "seed" / "run-record-37369.txt"
-
-
-def seed_manifests() -> dict:
-    text = SEED.read_text(encoding="utf-8")
-    return json.loads(text[text.index('{\n  "run"') : text.index("Cite this record")])
+from tests.fixtures import seed_manifests
 
 
 def test_seed_protocol_and_environment_digests_match_the_page():
