@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
 from typing import Any
 
 import strawberry
@@ -17,13 +16,13 @@ from resolvers.types.definition import Definition
 from resolvers.types.environment import Environment
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.implementation import Implementation
-from resolvers.types.job import BenchmarkJob, BenchmarkJobConnection, BenchmarkJobEdge, BenchmarkJobFilter
+from resolvers.types.job import BenchmarkJob, BenchmarkJobConnection, BenchmarkJobEdge, BenchmarkJobFilter, decode_job_cursor, job_cursor
 from resolvers.types.node import Node
 from resolvers.types.note import Note
 from resolvers.types.protocol import Protocol
 from resolvers.types.run import Run, RunConnection
 from resolvers.types.workload import Workload
-from store.queries import runs_page
+from store.queries import jobs_page, runs_page
 
 NODE_TYPES: dict[str, Any] = {
     "Run": Run,
@@ -155,10 +154,6 @@ class Query:
             query["gpu"] = filter.gpu
         if filter and filter.definition:
             query["definitionDigest"] = _key(filter.definition, "Definition")[1]
-        if after:
-            created_ms, = decode_cursor(after, 1)
-            query["createdAt"] = {"$lt": datetime.fromtimestamp(created_ms / 1000, UTC)}
-        docs = await info.context.db.jobs.find(query).sort("createdAt", -1).limit(check_first(first) + 1).to_list()
-        page = docs[:first]
-        edges = [BenchmarkJobEdge(cursor=encode_cursor(int(d["createdAt"].timestamp() * 1000)), node=BenchmarkJob.from_doc(d)) for d in page]
-        return BenchmarkJobConnection(edges=edges, page_info=PageInfo(has_next_page=len(docs) > first, end_cursor=edges[-1].cursor if edges else None))
+        page, more = await jobs_page(info.context.db, query=query, first=check_first(first), after=decode_job_cursor(after) if after else None)
+        edges = [BenchmarkJobEdge(cursor=job_cursor(d), node=BenchmarkJob.from_doc(d)) for d in page]
+        return BenchmarkJobConnection(edges=edges, page_info=PageInfo(has_next_page=more, end_cursor=edges[-1].cursor if edges else None))

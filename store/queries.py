@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -57,4 +58,16 @@ async def attestations_page(
     if after_seq is not None:
         query["seq"] = {"$gt": after_seq}
     docs = await db.attestations.find(query).sort("seq", 1).limit(first + 1).to_list()
+    return docs[:first], len(docs) > first
+
+
+async def jobs_page(
+    db: AsyncDatabase, *, query: dict[str, Any], first: int, after: tuple[datetime, str] | None
+) -> tuple[list[Doc], bool]:
+    """Newest first, keyed on (createdAt, _id): createdAt alone (milliseconds) is not unique,
+    and jobs created within one millisecond would be skipped between pages."""
+    if after is not None:
+        created, job_id = after
+        query = {**query, "$or": [{"createdAt": {"$lt": created}}, {"createdAt": created, "_id": {"$lt": job_id}}]}
+    docs = await db.jobs.find(query).sort([("createdAt", -1), ("_id", -1)]).limit(first + 1).to_list()
     return docs[:first], len(docs) > first

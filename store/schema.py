@@ -139,6 +139,7 @@ INDEXES: dict[str, list[IndexModel]] = {
     "jobs": [
         IndexModel([("requestedBy", ASCENDING), ("idempotencyKey", ASCENDING)], name="idempotency", unique=True),
         IndexModel([("state", ASCENDING), ("gpu", ASCENDING), ("createdAt", ASCENDING)], name="queue"),
+        IndexModel([("createdAt", DESCENDING), ("_id", DESCENDING)], name="newest"),  # benchmarkJobs' keyset
     ],
     "attestations": [
         IndexModel([("spec.subjectDigest", ASCENDING), ("seq", ASCENDING)], name="subject"),

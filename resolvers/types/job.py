@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import base64
+from datetime import UTC, datetime
 from typing import Any
 
 import strawberry
@@ -10,7 +11,8 @@ from strawberry.scalars import JSON
 
 from resolvers import ids
 from resolvers.context import Info
-from resolvers.types.common import PageInfo
+from resolvers.errors import ClientError
+from resolvers.types.common import PageInfo, encode_cursor
 from resolvers.types.definition import Definition
 from resolvers.types.implementation import Implementation, code_reference
 from resolvers.types.node import Node
@@ -152,6 +154,19 @@ async def job_document(info: Info, doc: dict[str, Any]) -> dict[str, Any]:
 class BenchmarkJobEdge:
     cursor: str
     node: BenchmarkJob
+
+
+def job_cursor(doc: dict) -> str:
+    return encode_cursor(int(doc["createdAt"].timestamp() * 1000), doc["_id"])
+
+
+def decode_job_cursor(cursor: str) -> tuple[datetime, str]:
+    """(createdAt, job key) from a cursor of `job_cursor`; a ClientError names a bad one."""
+    try:
+        created_ms, job_id = base64.urlsafe_b64decode(cursor.encode()).decode().split(":", 1)
+        return datetime.fromtimestamp(int(created_ms) / 1000, UTC), job_id
+    except (ValueError, UnicodeDecodeError):
+        raise ClientError(f"after: {cursor!r} is not a valid cursor") from None
 
 
 @strawberry.type
