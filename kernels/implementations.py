@@ -32,6 +32,7 @@ class Implementation:
     entry_point: str               # "module:function"
     sources: tuple[str, ...]       # repository-relative paths the digest covers
     devices: tuple[str, ...]
+    architectures: tuple[str, ...]  # registry/architectures.py: "sm_90", "sm_100", "sm_*", "*"
     variant: dict[str, Any] = field(default_factory=dict)  # e.g. wrapper or mode; in the digest
     out_entry_point: str | None = None  # destination-passing variant, if any
     description: str = ""
@@ -54,10 +55,14 @@ class Implementation:
 
     def manifest(self, definition_digest: str) -> Manifest:
         digest = self.code_digest()
+        # Revisions published before architectures existed keep their manifests: for them the
+        # legacy rule of registry/architectures.py says the same (a test checks).
+        declared = {} if digest in PUBLISHED_WITHOUT_COMMIT else {"architectures": list(self.architectures)}
         return make_manifest(
             "ImplementationRevision",
             self.manifest_name(),
             {
+                **declared,
                 "name": self.manifest_name(),
                 "project": "kernelindex",
                 "revision": "v1+" + digest.split(":")[1][:12],
@@ -135,6 +140,7 @@ def _own_module(name: str, module: str, sources: tuple[str, ...], title: str, de
         out_entry_point=f"kernels.ops.qkv_qknorm_backward.{module}:qkv_qknorm_backward_out",
         sources=sources,
         devices=("cuda",),
+        architectures=("sm_90",),
         variant={"mode": "auto"},
         description=description,
     )
@@ -149,6 +155,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         entry_point="kernels.ops.qkv_qknorm_backward.reference:reference",
         sources=_REF_SOURCES,
         devices=("cpu", "cuda"),
+        architectures=("*",),
         description="Eager PyTorch from the math in definition.py; bf16 GEMMs.",
     ),
     "compile": Implementation(
@@ -159,6 +166,7 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         entry_point="kernels.ops.qkv_qknorm_backward.compiled:compiled_reference",
         sources=_REF_SOURCES + (f"{OP_DIR}/compiled.py",),
         devices=("cuda",),
+        architectures=("*",),
         variant={"wrapper": "torch.compile", "mode": "default"},
         description="torch.compile(reference), default mode (Inductor).",
     ),

@@ -144,6 +144,9 @@ class ImplementationRevisionSpec(Strict):
     definitionDigest: Digest
     source: SourceReference | None = None
     code: CodeReference | None = None
+    # GPU architectures the code runs on, as patterns ("sm_90", "sm_100", "sm_*", "*"); absent on
+    # revisions published before they were declared (registry/architectures.py: legacy rule).
+    architectures: list[Annotated[str, Field(pattern=r"^(\*|sm_[0-9*]+[a-z]?)$")]] | None = None
 
 
 # ---------------------------------------------------------------- BenchmarkProtocol

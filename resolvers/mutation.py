@@ -11,6 +11,7 @@ from typing import Any
 
 import strawberry
 
+from registry import architectures
 from registry.digest import manifest_digest
 from registry.manifests import parse_manifest
 from resolvers import ids
@@ -107,6 +108,9 @@ async def _resolve_job_spec(info: Info, data: BenchmarkJobRequestInput) -> dict[
             f"no controlled implementation named {data.implementation!r} (with pinned code) is registered for this definition",
             "implementation",
         )
+    supported = architectures.declared(implementation["spec"])
+    if not architectures.supports(supported, data.gpu):
+        raise Refusal("UNSUPPORTED_GPU", architectures.refusal(data.implementation, supported, data.gpu), "gpu")
 
     if data.workload:
         try:

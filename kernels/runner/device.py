@@ -34,7 +34,22 @@ def device_for(product: str, devices: list[Device]) -> Device | None:
 
 def refusal(job: dict, devices: list[Device]) -> str | None:
     """Why this host must not run `job` (a one-line reason), or None when it may."""
-    if device_for(job.get("gpu", ""), devices) is None:
+    why_not = unsupported_gpu(job)
+    if why_not is None and device_for(job.get("gpu", ""), devices) is None:
         have = ", ".join(d.product for d in devices)
-        return f"the job asks for {job.get('gpu')!r}; this host has {have}"
-    return None
+        why_not = f"the job asks for {job.get('gpu')!r}; this host has {have}"
+    return why_not
+
+
+def unsupported_gpu(job: dict) -> str | None:
+    """UNSUPPORTED_GPU when this runner's registry entry of the job's implementation is not built
+    for the job's GPU (the registry refuses such requests; an older job may still ask)."""
+    from kernels.implementations import IMPLEMENTATIONS
+    from registry.architectures import refusal as arch_refusal
+    from registry.architectures import supports
+
+    name = (job.get("implementation") or {}).get("name")
+    impl = next((i for i in IMPLEMENTATIONS.values() if i.manifest_name() == name), None)
+    if impl is None or supports(impl.architectures, job.get("gpu", "")):
+        return None  # an unknown implementation is execute_job's refusal
+    return "UNSUPPORTED_GPU: " + arch_refusal(name, impl.architectures, job["gpu"])

@@ -7,6 +7,7 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
+from registry import architectures
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.types.node import Node
@@ -62,6 +63,7 @@ class Implementation(Node):
     definition_digest: str
     source: str | None
     external_id: str | None
+    architectures: list[str] = strawberry.field(description='GPU architectures the code runs on ("sm_90", "sm_100"; "sm_*" any NVIDIA GPU, "*" any device); empty for imported code we cannot run.')
     manifest: JSON
     doc: strawberry.Private[dict[str, Any]]
 
@@ -82,6 +84,7 @@ class Implementation(Node):
             definition_digest=spec["definitionDigest"],
             source=source.get("source"),
             external_id=source.get("externalId"),
+            architectures=list(architectures.declared(spec)),
             manifest=manifest_json(doc),
             doc=doc,
         )
