@@ -10,7 +10,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
-from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
@@ -19,9 +19,9 @@ from gateway.auth import bearer_from_connection_params, bearer_from_headers, pri
 from gateway.schema import build_schema
 from gateway.settings import Settings
 from gateway.web import create_web_app
+from gateway.websocket import MAX_SUBSCRIPTIONS_PER_CONNECTION, SubscriptionLimitHandler
 from resolvers.context import Context
 from resolvers.dataloaders import Loaders
-from resolvers.subscription import MAX_SUBSCRIPTIONS_PER_CONNECTION, SubscriptionLimitHandler
 from store.client import make_client
 from store.event_stream import EventHub
 from store.schema import ensure_schema
@@ -110,8 +110,12 @@ class _TooLarge(Exception):
     pass
 
 
-def create_app(mongodb_uri: str, settings: Settings | None = None, *, client_options: dict | None = None) -> ASGIApp:
-    """`client_options` go to the driver (tests pass command listeners through it)."""
+def create_app(
+    mongodb_uri: str, settings: Settings | None = None, *, client_options: dict | None = None, subgraph: str | None = None
+) -> ASGIApp:
+    """`subgraph`: serve only the "registry" or "benchmarks" subgraph (what `kernelindex serve`
+    runs behind Hive Gateway); None: both in one schema (in-process tests, local tools).
+    `client_options` go to the driver (tests pass command listeners through it)."""
     settings = settings or Settings()
 
     @contextlib.asynccontextmanager
@@ -131,7 +135,8 @@ def create_app(mongodb_uri: str, settings: Settings | None = None, *, client_opt
         try:
             yield
         finally:
-            await web.state.graphql.aclose()
+            if web is not None:
+                await web.state.graphql.aclose()
             await app.state.event_hub.stop()
             await client.close()
 
@@ -140,18 +145,21 @@ def create_app(mongodb_uri: str, settings: Settings | None = None, *, client_opt
         return PlainTextResponse("ok")
 
     app = Starlette(lifespan=lifespan)
-    schema = build_schema(settings)
+    schema = build_schema(settings, subgraph)
     app.state.schema = schema
     app.state.settings = settings
     graphql = KernelIndexGraphQL(schema, app.state, settings)
-    # The pages query this server's own /graphql over HTTP semantics, in process (no socket).
-    web = create_web_app("http://kernelindex.internal/graphql", transport=httpx.ASGITransport(app=graphql))
     app.router.routes.extend(
         [
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
             Route("/healthz", healthz),
-            Mount("/", web),  # every other path: the web pages
         ]
     )
+    web = None
+    if subgraph is None:
+        # The pages query this server's own /graphql over HTTP semantics, in process (no socket).
+        # Behind the gateway, a subgraph serves GraphQL only; the web process serves the pages.
+        web = create_web_app("http://kernelindex.internal/graphql", transport=httpx.ASGITransport(app=graphql))
+        app.router.mount("/", web)  # every other path: the web pages
     return BodySizeLimit(app, settings.max_body_bytes)

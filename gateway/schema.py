@@ -1,11 +1,16 @@
-"""The schema object: a Federation 2 subgraph with query limits and error masking."""
+"""The schema objects: the two Federation 2 subgraphs (registry, benchmarks) and the combined
+schema of both (what a client sees through the gateway; served in-process by `create_app()`
+without a subgraph, and exported as schema.graphql), with query limits and error masking.
+
+All three share one set of Strawberry types. A subgraph shows, of each entity, the fields its
+own subgraph resolves (plus the contributed ones in CONTRIBUTED); of another subgraph's entity,
+only the key `id`, which the owner resolves by reference.
+"""
 
 from __future__ import annotations
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.schema.config import StrawberryConfig
-from strawberry.tools import merge_types
 from strawberry.extensions import (
     AddValidationRules,
     MaskErrors,
@@ -15,30 +20,53 @@ from strawberry.extensions import (
     QueryDepthLimiter,
     ValidationCache,
 )
+from strawberry.schema.config import StrawberryConfig
+from strawberry.tools import merge_types
+from strawberry.types.base import StrawberryObjectDefinition
+from strawberry.types.field import StrawberryField
 
 from gateway.settings import Settings
+from gateway.websocket import SubscriptionsOverWebSocket
+from resolvers.benchmarks.mutation import Mutation as BenchmarksMutation
+from resolvers.benchmarks.query import Query as BenchmarksQuery
+from resolvers.benchmarks.subscription import Subscription as BenchmarksSubscription
 from resolvers.errors import ClientError, should_mask
+from resolvers.node_types import BENCHMARKS, NODE_TYPES, REGISTRY, entity_classes
+from resolvers.registry.mutation import Mutation as RegistryMutation
+from resolvers.registry.query import Query as RegistryQuery
+from resolvers.registry.subscription import Subscription as RegistrySubscription
 from resolvers.types.common import LONG_SCALAR, Long
-from resolvers.mutation import Mutation as JobMutation
-from resolvers.partner_mutations import PartnerMutation
-from resolvers.query import Query
-from resolvers.subscription import Subscription, SubscriptionsOverWebSocket
-from resolvers.types.attestation import Attestation
-from resolvers.types.definition import Definition
-from resolvers.types.environment import Environment
-from resolvers.types.group import ComparisonGroup
-from resolvers.types.implementation import Implementation
-from resolvers.types.job import BenchmarkJob
-from resolvers.types.protocol import Protocol
-from resolvers.types.run import Run
-from resolvers.types.workload import Workload
 
-Mutation = merge_types("Mutation", (JobMutation, PartnerMutation))
+SUBGRAPHS = (REGISTRY, BENCHMARKS)
+ROOTS = {
+    REGISTRY: (RegistryQuery, RegistryMutation, RegistrySubscription),
+    BENCHMARKS: (BenchmarksQuery, BenchmarksMutation, BenchmarksSubscription),
+}
+# Fields one subgraph contributes to another subgraph's entity: (type, field) -> subgraph.
+CONTRIBUTED = {("Definition", "jobs"): BENCHMARKS, ("Implementation", "jobs"): BENCHMARKS}
 
-ENTITY_TYPES = [Run, Definition, Workload, Implementation, Protocol, Environment, ComparisonGroup, Attestation, BenchmarkJob]
+
+def field_owner(type_name: str, field_name: str) -> str | None:
+    """The subgraph that resolves this field; None for fields of value types (every subgraph)."""
+    if field_name == "id" and type_name in NODE_TYPES:
+        return None  # the key: every subgraph that has the entity
+    if (type_name, field_name) in CONTRIBUTED:
+        return CONTRIBUTED[(type_name, field_name)]
+    node_type = NODE_TYPES.get(type_name)
+    return node_type.subgraph if node_type else None
 
 
 class KernelIndexSchema(strawberry.federation.Schema):
+    def __init__(self, *args, subgraph: str | None = None, **kwargs):
+        self.subgraph = subgraph  # read by get_fields while the base class builds the schema
+        super().__init__(*args, **kwargs)
+
+    def get_fields(self, type_definition: StrawberryObjectDefinition) -> list[StrawberryField]:
+        fields = type_definition.fields
+        if self.subgraph is None:
+            return fields
+        return [f for f in fields if field_owner(type_definition.name, f.graphql_name or f.python_name) in (None, self.subgraph)]
+
     def process_errors(self, errors: list[GraphQLError], execution_context=None) -> None:
         # Expected failures (bad input) are answers, not incidents: don't log them.
         unexpected = [e for e in errors if not isinstance(e.original_error, ClientError)]
@@ -46,7 +74,16 @@ class KernelIndexSchema(strawberry.federation.Schema):
             super().process_errors(unexpected, execution_context)
 
 
-def build_schema(settings: Settings | None = None) -> strawberry.federation.Schema:
+def _roots(subgraph: str | None) -> tuple[type, type, type]:
+    names = (REGISTRY, BENCHMARKS) if subgraph is None else (subgraph,)
+    query, mutation, subscription = zip(*(ROOTS[n] for n in names))
+    return (merge_types("Query", query), merge_types("Mutation", mutation), merge_types("Subscription", subscription))
+
+
+def build_schema(settings: Settings | None = None, subgraph: str | None = None) -> strawberry.federation.Schema:
+    """`subgraph`: "registry" or "benchmarks"; None: both in one schema."""
+    if subgraph is not None and subgraph not in SUBGRAPHS:
+        raise ValueError(f"unknown subgraph {subgraph!r}; known: {', '.join(SUBGRAPHS)}")
     settings = settings or Settings()
     # The limiter rules are built once: a rule class made per request would defeat the
     # validation cache (its key includes the rules). Extensions are passed as factories.
@@ -63,12 +100,16 @@ def build_schema(settings: Settings | None = None) -> strawberry.federation.Sche
     ]
     if not settings.debug:
         extensions.append(lambda: MaskErrors(should_mask_error=should_mask))
+    query, mutation, subscription = _roots(subgraph)
+    # Every entity is listed, so each subgraph can return (and the registry's `node` can name)
+    # any entity by key; the ones it does not own show only their `id`.
     return KernelIndexSchema(
-        query=Query,
-        mutation=Mutation,
-        subscription=Subscription,
+        query=query,
+        mutation=mutation,
+        subscription=subscription,
         config=StrawberryConfig(scalar_map={Long: LONG_SCALAR}),
-        types=ENTITY_TYPES,
+        types=entity_classes(),
         extensions=extensions,
         federation_version="2.9",
+        subgraph=subgraph,
     )

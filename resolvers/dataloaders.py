@@ -12,6 +12,7 @@ from typing import Any
 from pymongo.asynchronous.database import AsyncDatabase
 from strawberry.dataloader import DataLoader
 
+from resolvers.node_types import NODE_TYPES
 from store.chunks import chunked
 
 Doc = dict[str, Any]
@@ -48,15 +49,22 @@ def _grouped_loader(
 class Loaders:
     """One DataLoader per lookup the schema makes."""
 
+    runs: DataLoader[str, Doc | None]
+    definitions: DataLoader[str, Doc | None]
+    workloads: DataLoader[str, Doc | None]
+    implementations: DataLoader[str, Doc | None]
+    protocols: DataLoader[str, Doc | None]
+    environments: DataLoader[str, Doc | None]
+    groups: DataLoader[str, Doc | None]
+    attestations: DataLoader[str, Doc | None]
+    notes: DataLoader[str, Doc | None]
+    jobs: DataLoader[str, Doc | None]
+    code_pins: DataLoader[str, Doc | None]
+
     def __init__(self, db: AsyncDatabase):
-        self.runs = _by_id_loader(db, "runs")
-        self.definitions = _by_id_loader(db, "definitions")
-        self.workloads = _by_id_loader(db, "workloads")
-        self.implementations = _by_id_loader(db, "implementations")
-        self.protocols = _by_id_loader(db, "protocols")
-        self.environments = _by_id_loader(db, "environments")
-        self.groups = _by_id_loader(db, "comparison_groups")
-        self.attestations = _by_id_loader(db, "attestations")
+        # By key, one per node type (runs, definitions, ..., groups, notes, jobs).
+        for node_type in NODE_TYPES.values():
+            setattr(self, node_type.loader, _by_id_loader(db, node_type.collection))
         self.code_pins = _by_id_loader(db, "code_pins")
 
         async def groups_of_definitions(keys: list[str]) -> list[Doc]:
@@ -71,13 +79,4 @@ class Loaders:
         )
 
     def for_type(self, type_name: str) -> DataLoader[str, Doc | None]:
-        return {
-            "Run": self.runs,
-            "Definition": self.definitions,
-            "Workload": self.workloads,
-            "Implementation": self.implementations,
-            "Protocol": self.protocols,
-            "Environment": self.environments,
-            "ComparisonGroup": self.groups,
-            "Attestation": self.attestations,
-        }[type_name]
+        return getattr(self, NODE_TYPES[type_name].loader)

@@ -5,18 +5,9 @@ from __future__ import annotations
 import base64
 import binascii
 
-TYPES = {
-    "Run",
-    "Definition",
-    "Workload",
-    "Implementation",
-    "Protocol",
-    "Environment",
-    "ComparisonGroup",
-    "Attestation",
-    "BenchmarkJob",
-    "Note",
-}
+from resolvers.node_types import NODE_TYPES
+
+TYPES = frozenset(NODE_TYPES)
 
 
 class BadGlobalId(ValueError):

@@ -8,7 +8,8 @@ from resolvers.context import Info
 from store.keys import ApiKey, Scope
 
 
-@strawberry.type(description="A problem with the input or the caller; nothing was written.")
+# Both subgraphs' mutations return it (a value type): shareable.
+@strawberry.federation.type(shareable=True, description="A problem with the input or the caller; nothing was written.")
 class UserError:
     field: str | None
     message: str

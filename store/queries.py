@@ -61,6 +61,39 @@ async def attestations_page(
     return docs[:first], len(docs) > first
 
 
+async def run_by_external_id(db: AsyncDatabase, source: str, external_id: str) -> Doc | None:
+    """The current run of a source's record."""
+    return await db.runs.find_one({"source": source, "externalId": external_id, "current": True})
+
+
+async def definitions_by_name(db: AsyncDatabase) -> list[Doc]:
+    return await db.definitions.find({}).sort("spec.name", 1).to_list()
+
+
+async def definition_named(db: AsyncDatabase, name: str) -> Doc | None:
+    return await db.definitions.find_one({"spec.name": name})
+
+
+async def related_definitions(
+    db: AsyncDatabase, *, digest: str, name: str, names: list[str], digests: list[str]
+) -> list[Doc]:
+    """Definitions that this one names (by benchmark `names` or `digests`), or that name it."""
+    query = {
+        "_id": {"$ne": digest},
+        "$or": [
+            {"spec.name": {"$in": names}},
+            {"_id": {"$in": digests}},
+            {"spec.relations.benchmark": name},
+            {"spec.relations.definitionDigest": digest},
+        ],
+    }
+    return await db.definitions.find(query).to_list()
+
+
+async def group_exists(db: AsyncDatabase, group_key: str) -> bool:
+    return await db.comparison_groups.find_one({"_id": group_key}, {"_id": 1}) is not None
+
+
 async def jobs_page(
     db: AsyncDatabase, *, query: dict[str, Any], first: int, after: tuple[datetime, str] | None
 ) -> tuple[list[Doc], bool]:
@@ -71,3 +104,12 @@ async def jobs_page(
         query = {**query, "$or": [{"createdAt": {"$lt": created}}, {"createdAt": created, "_id": {"$lt": job_id}}]}
     docs = await db.jobs.find(query).sort([("createdAt", -1), ("_id", -1)]).limit(first + 1).to_list()
     return docs[:first], len(docs) > first
+
+
+async def job_by_idempotency_key(db: AsyncDatabase, requested_by: str, idempotency_key: str) -> Doc | None:
+    return await db.jobs.find_one({"requestedBy": requested_by, "idempotencyKey": idempotency_key})
+
+
+async def job_watchers(db: AsyncDatabase, job_id: str) -> Doc | None:
+    """What deciding who may watch a job needs: its requester, lease and past holders."""
+    return await db.jobs.find_one({"_id": job_id}, {"requestedBy": 1, "lease": 1, "history.runner": 1})

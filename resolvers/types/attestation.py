@@ -10,7 +10,6 @@ from strawberry.scalars import JSON
 
 from resolvers import ids
 from resolvers.context import Info
-from resolvers.types.common import PageInfo, encode_cursor
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
 
@@ -50,24 +49,3 @@ class Attestation(Node):
     async def resolve_reference(cls, info: Info, id: strawberry.ID) -> Attestation | None:
         doc = await info.context.loaders.attestations.load(ids.decode_as(id, "Attestation"))
         return cls.from_doc(doc) if doc else None
-
-
-@strawberry.type
-class AttestationEdge:
-    cursor: str
-    node: Attestation
-
-
-@strawberry.type
-class AttestationConnection:
-    edges: list[AttestationEdge]
-    page_info: PageInfo
-
-    @strawberry.field
-    def nodes(self) -> list[Attestation]:
-        return [edge.node for edge in self.edges]
-
-    @classmethod
-    def of(cls, docs: list[dict[str, Any]], has_next: bool) -> AttestationConnection:
-        edges = [AttestationEdge(cursor=encode_cursor(d["seq"]), node=Attestation.from_doc(d)) for d in docs]
-        return cls(edges=edges, page_info=PageInfo(has_next_page=has_next, end_cursor=edges[-1].cursor if edges else None))

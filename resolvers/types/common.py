@@ -45,7 +45,8 @@ def labels_of(mapping: dict[str, str] | None) -> list[Label]:
     return [Label(key=k, value=v) for k, v in sorted((mapping or {}).items())]
 
 
-@strawberry.type
+# Both subgraphs return it (a value type): shareable.
+@strawberry.federation.type(shareable=True)
 class PageInfo:
     has_next_page: bool
     end_cursor: str | None

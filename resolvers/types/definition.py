@@ -9,11 +9,14 @@ from strawberry.scalars import JSON
 
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.types.connection import Connection
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
+from store.queries import related_definitions
 
 if TYPE_CHECKING:
     from resolvers.types.group import ComparisonGroup
+    from resolvers.types.job import BenchmarkJob, JobState
     from resolvers.types.workload import Workload
 
 
@@ -121,18 +124,14 @@ class Definition(Node):
 
     @strawberry.field(description="Definitions that compute the same math (e.g. ours and the source's).")
     async def related_definitions(self, info: Info) -> list[Definition]:
-        names = [r.benchmark for r in self.relations if r.benchmark]
-        digests = [r.definition_digest for r in self.relations if r.definition_digest]
-        query = {
-            "_id": {"$ne": self.digest},
-            "$or": [
-                {"spec.name": {"$in": names}},
-                {"_id": {"$in": digests}},
-                {"spec.relations.benchmark": self.name},
-                {"spec.relations.definitionDigest": self.digest},
-            ],
-        }
-        return [Definition.from_doc(d) for d in await info.context.db.definitions.find(query).to_list()]
+        docs = await related_definitions(
+            info.context.db,
+            digest=self.digest,
+            name=self.name,
+            names=[r.benchmark for r in self.relations if r.benchmark],
+            digests=[r.definition_digest for r in self.relations if r.definition_digest],
+        )
+        return [Definition.from_doc(d) for d in docs]
 
     @strawberry.field(description="Comparison groups of this definition; with includeRelated, also of related definitions.")
     async def comparison_groups(
@@ -145,6 +144,14 @@ class Definition(Node):
             digests += [d.digest for d in await self.related_definitions(info)]
         docs = await info.context.loaders.groups_by_definition.load_many(digests)
         return [ComparisonGroup.from_doc(g) for batch in docs for g in batch]
+
+    @strawberry.field(description="Benchmark jobs asked for this definition, newest first (from the benchmarks subgraph).")
+    async def jobs(
+        self, info: Info, first: int = 20, after: str | None = None, state: Annotated[JobState, strawberry.lazy("resolvers.types.job")] | None = None
+    ) -> Connection[Annotated[BenchmarkJob, strawberry.lazy("resolvers.types.job")]]:
+        from resolvers.types.job import job_connection
+
+        return await job_connection(info, {"definitionDigest": self.digest}, first, after, state)
 
     @classmethod
     async def resolve_reference(cls, info: Info, id: strawberry.ID) -> Definition | None:

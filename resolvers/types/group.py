@@ -9,13 +9,14 @@ import strawberry
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.types.common import check_first, decode_cursor, encode_cursor
+from resolvers.types.connection import Connection
 from resolvers.types.environment import Gpu
 from resolvers.types.node import Node
 from store.queries import group_runs_page
 
 if TYPE_CHECKING:
     from resolvers.types.definition import Definition
-    from resolvers.types.run import Run, RunConnection
+    from resolvers.types.run import Run
     from resolvers.types.workload import Workload
 
 
@@ -87,12 +88,12 @@ class ComparisonGroup(Node):
     @strawberry.field(description="Current runs, best first; unranked runs last.")
     async def runs(
         self, info: Info, first: int = 20, after: str | None = None
-    ) -> Annotated[RunConnection, strawberry.lazy("resolvers.types.run")]:
-        from resolvers.types.run import RunConnection
+    ) -> Connection[Annotated[Run, strawberry.lazy("resolvers.types.run")]]:
+        from resolvers.types.run import run_connection
 
         cursor = tuple(decode_cursor(after, 2)) if after else None
         docs, more = await group_runs_page(info.context.db, group_key=self.key, first=check_first(first), after=cursor)
-        return await RunConnection.of(docs, more, lambda d: encode_cursor(d["rankOrder"], d["seq"]), info)
+        return await run_connection(docs, more, lambda d: encode_cursor(d["rankOrder"], d["seq"]), info)
 
     @classmethod
     async def resolve_reference(cls, info: Info, id: strawberry.ID) -> ComparisonGroup | None:

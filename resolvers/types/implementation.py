@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
@@ -10,8 +10,12 @@ from strawberry.scalars import JSON
 from registry import architectures
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.types.connection import Connection
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
+
+if TYPE_CHECKING:
+    from resolvers.types.job import BenchmarkJob, JobState
 
 
 @strawberry.type(description="Where the code of a revision lives: its digest covers the files at `paths`, the entry point and the variant; `commit` holds exactly those files.")
@@ -88,6 +92,14 @@ class Implementation(Node):
             manifest=manifest_json(doc),
             doc=doc,
         )
+
+    @strawberry.field(description="Benchmark jobs asked for this revision, newest first (from the benchmarks subgraph).")
+    async def jobs(
+        self, info: Info, first: int = 20, after: str | None = None, state: Annotated[JobState, strawberry.lazy("resolvers.types.job")] | None = None
+    ) -> Connection[Annotated[BenchmarkJob, strawberry.lazy("resolvers.types.job")]]:
+        from resolvers.types.job import job_connection
+
+        return await job_connection(info, {"expected.implementationDigest": self.digest}, first, after, state)
 
     @classmethod
     async def resolve_reference(cls, info: Info, id: strawberry.ID) -> Implementation | None:

@@ -12,7 +12,8 @@ from strawberry.scalars import JSON
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.errors import ClientError
-from resolvers.types.common import PageInfo, encode_cursor
+from resolvers.types.common import check_first, encode_cursor
+from resolvers.types.connection import Connection, connection
 from resolvers.types.definition import Definition
 from resolvers.types.implementation import Implementation, code_reference
 from resolvers.types.node import Node
@@ -21,6 +22,7 @@ from resolvers.types.run import Run
 from resolvers.types.workload import Workload
 from store.jobs import FailureCode as DomainFailureCode
 from store.jobs import JobState as DomainJobState
+from store.queries import jobs_page
 
 JobState = strawberry.enum(DomainJobState, name="BenchmarkJobState")
 FailureCode = strawberry.enum(DomainFailureCode, name="BenchmarkJobFailureCode")
@@ -121,7 +123,7 @@ class BenchmarkJob(Node):
 
     @classmethod
     async def resolve_reference(cls, info: Info, id: strawberry.ID) -> BenchmarkJob | None:
-        doc = await info.context.db.jobs.find_one({"_id": ids.decode_as(id, "BenchmarkJob")})
+        doc = await info.context.loaders.jobs.load(ids.decode_as(id, "BenchmarkJob"))
         return cls.from_doc(doc) if doc else None
 
 
@@ -150,12 +152,6 @@ async def job_document(info: Info, doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@strawberry.type
-class BenchmarkJobEdge:
-    cursor: str
-    node: BenchmarkJob
-
-
 def job_cursor(doc: dict) -> str:
     return encode_cursor(int(doc["createdAt"].timestamp() * 1000), doc["_id"])
 
@@ -169,14 +165,20 @@ def decode_job_cursor(cursor: str) -> tuple[datetime, str]:
         raise ClientError(f"after: {cursor!r} is not a valid cursor") from None
 
 
-@strawberry.type
-class BenchmarkJobConnection:
-    edges: list[BenchmarkJobEdge]
-    page_info: PageInfo
-
-
 @strawberry.input
 class BenchmarkJobFilter:
     state: JobState | None = None
     gpu: str | None = None
     definition: strawberry.ID | None = None
+
+
+async def job_connection(
+    info: Info, query: dict[str, Any], first: int, after: str | None, state: JobState | None = None
+) -> Connection[BenchmarkJob]:
+    """Jobs matching `query` (and `state`), newest first."""
+    if state is not None:
+        query = {**query, "state": state.value}
+    docs, more = await jobs_page(info.context.db, query=query, first=check_first(first), after=decode_job_cursor(after) if after else None)
+    for doc in docs:
+        info.context.loaders.jobs.prime(doc["_id"], doc)
+    return connection(docs, more, BenchmarkJob.from_doc, job_cursor)

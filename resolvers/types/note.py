@@ -8,7 +8,6 @@ from typing import Any
 import strawberry
 
 from resolvers import ids
-from resolvers.types.common import PageInfo, encode_cursor
 from resolvers.types.node import Node
 
 
@@ -31,24 +30,3 @@ class Note(Node):
             created_at=doc["createdAt"],
             run_digest=doc["runDigest"],
         )
-
-
-@strawberry.type
-class NoteEdge:
-    cursor: str
-    node: Note
-
-
-@strawberry.type
-class NoteConnection:
-    edges: list[NoteEdge]
-    page_info: PageInfo
-
-    @strawberry.field
-    def nodes(self) -> list[Note]:
-        return [edge.node for edge in self.edges]
-
-    @classmethod
-    def of(cls, docs: list[dict[str, Any]], has_next: bool) -> NoteConnection:
-        edges = [NoteEdge(cursor=encode_cursor(d["seq"]), node=Note.from_doc(d)) for d in docs]
-        return cls(edges=edges, page_info=PageInfo(has_next_page=has_next, end_cursor=edges[-1].cursor if edges else None))

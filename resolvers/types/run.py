@@ -8,21 +8,22 @@ from datetime import datetime
 from typing import Any
 
 import strawberry
-from graphql import FieldNode, FragmentSpreadNode
 from strawberry.scalars import JSON
+from strawberry.types.nodes import SelectedField
 
 from registry.sources import external_reference, source_title
 from resolvers import ids
 from resolvers.context import Info
-from resolvers.types.attestation import AttestationConnection
+from resolvers.types.attestation import Attestation
+from resolvers.types.connection import Connection, connection
 from resolvers.types.common import (
     EvidenceLevel,
     Label,
     Long,
-    PageInfo,
     RunStatus,
     check_first,
     decode_cursor,
+    encode_cursor,
     format_ns,
     labels_of,
 )
@@ -31,7 +32,7 @@ from resolvers.types.environment import Environment
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.implementation import Implementation
 from resolvers.types.node import Node
-from resolvers.types.note import NoteConnection
+from resolvers.types.note import Note
 from resolvers.types.protocol import Protocol, manifest_json
 from resolvers.types.workload import Workload
 from store.notes import notes_page
@@ -219,7 +220,7 @@ class Run(Node):
     artifacts: list[Artifact]
     manifest: JSON = strawberry.field(description="The canonical manifest.")
     doc: strawberry.Private[dict[str, Any]]
-    # Objects a list page loaded for all its runs at once (see RunConnection.of).
+    # Objects a list page loaded for all its runs at once (see run_connection).
     preloaded: strawberry.Private[dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     @classmethod
@@ -346,16 +347,16 @@ class Run(Node):
         return Run.from_doc(doc) if doc else None
 
     @strawberry.field(description="Signed reproductions by partners. They never change the evidence level.")
-    async def attestations(self, info: Info, first: int = 20, after: str | None = None) -> AttestationConnection:
+    async def attestations(self, info: Info, first: int = 20, after: str | None = None) -> Connection[Attestation]:
         after_seq = decode_cursor(after, 1)[0] if after else None
         docs, more = await attestations_page(info.context.db, subject=self.digest, first=check_first(first), after_seq=after_seq)
-        return AttestationConnection.of(docs, more)
+        return connection(docs, more, Attestation.from_doc, lambda d: encode_cursor(d["seq"]))
 
     @strawberry.field(description="Unsigned notes by partners and maintainers, oldest first; apart from reproductions.")
-    async def notes(self, info: Info, first: int = 20, after: str | None = None) -> NoteConnection:
+    async def notes(self, info: Info, first: int = 20, after: str | None = None) -> Connection[Note]:
         after_seq = decode_cursor(after, 1)[0] if after else None
         docs, more = await notes_page(info.context.db, run_digest=self.digest, first=check_first(first), after_seq=after_seq)
-        return NoteConnection.of(docs, more)
+        return connection(docs, more, Note.from_doc, lambda d: encode_cursor(d["seq"]))
 
     @strawberry.field(description="How to cite this record: permalink, digest and access date.")
     def citation(self, info: Info) -> Citation:
@@ -370,32 +371,16 @@ class Run(Node):
         return cls.from_doc(doc) if doc else None
 
 
-@strawberry.type
-class RunEdge:
-    cursor: str
-    node: Run
-
-
-@strawberry.type
-class RunConnection:
-    edges: list[RunEdge]
-    page_info: PageInfo
-
-    @strawberry.field
-    def nodes(self) -> list[Run]:
-        return [edge.node for edge in self.edges]
-
-    @classmethod
-    async def of(
-        cls, docs: list[dict[str, Any]], has_next: bool, cursor_of: Callable[[dict[str, Any]], str], info: Info
-    ) -> RunConnection:
-        loader = info.context.loaders.runs
-        for doc in docs:
-            loader.prime(doc["_id"], doc)  # a later lookup of the same run (e.g. a leader) is free
-        runs = [Run.from_doc(d) for d in docs]
-        await _preload(runs, requested_fields(info), info)
-        edges = [RunEdge(cursor=cursor_of(d), node=run) for d, run in zip(docs, runs)]
-        return cls(edges=edges, page_info=PageInfo(has_next_page=has_next, end_cursor=edges[-1].cursor if edges else None))
+async def run_connection(
+    docs: list[dict[str, Any]], has_next: bool, cursor_of: Callable[[dict[str, Any]], str], info: Info
+) -> Connection[Run]:
+    """A page of runs; the nested objects the query selects are loaded for the whole page."""
+    loader = info.context.loaders.runs
+    for doc in docs:
+        loader.prime(doc["_id"], doc)  # a later lookup of the same run (e.g. a leader) is free
+    page = connection(docs, has_next, Run.from_doc, cursor_of)
+    await _preload([edge.node for edge in page.edges], requested_fields(info), info)
+    return page
 
 
 async def _load_as(loader, key: str, convert: Callable[[dict[str, Any]], Any]) -> Any:
@@ -427,16 +412,10 @@ async def _preload(runs: list[Run], wanted: set[str], info: Info) -> None:
 def requested_fields(info: Info) -> set[str]:
     """Every field name selected below the current field (fragments included)."""
     names: set[str] = set()
-    stack = [node.selection_set for node in info._raw_info.field_nodes if node.selection_set]
+    stack = [selection for field in info.selected_fields for selection in field.selections]
     while stack:
-        for selection in stack.pop().selections:
-            if isinstance(selection, FragmentSpreadNode):
-                fragment = info._raw_info.fragments.get(selection.name.value)
-                if fragment:
-                    stack.append(fragment.selection_set)
-                continue
-            if isinstance(selection, FieldNode):
-                names.add(selection.name.value)
-            if selection.selection_set:
-                stack.append(selection.selection_set)
+        selection = stack.pop()
+        if isinstance(selection, SelectedField):
+            names.add(selection.name)
+        stack.extend(selection.selections)
     return names

@@ -1,12 +1,18 @@
-"""The subgraph composes with both real composers, and resolves entities by key."""
+"""The two subgraphs (registry, benchmarks), as served, compose with both real composers, and
+resolve entities by key in one database round trip per entity type."""
 
 import json
 import shutil
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
+from asgi_lifespan import LifespanManager
+from pymongo import monitoring
 
+from gateway.app import create_app
+from gateway.settings import Settings
 from resolvers import ids
 from store.publish import publish_many
 from tests import factories
@@ -14,28 +20,64 @@ from tests import factories
 FEDERATION = Path(__file__).resolve().parents[2] / "federation"
 
 
+class Finds(monitoring.CommandListener):
+    def __init__(self):
+        self.collections: list[str] = []
+
+    def started(self, event):
+        if event.command_name == "find":
+            self.collections.append(event.command["find"])
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+async def _post(app, query: str, variables: dict | None = None) -> dict:
+    async with LifespanManager(app) as manager:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://subgraph.test") as client:
+            body = (await client.post("/graphql", json={"query": query, "variables": variables or {}})).json()
+    assert "errors" not in body, body
+    return body["data"]
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-async def test_service_sdl_composes_with_guild_and_apollo(api, tmp_path):
+async def test_subgraph_sdl_composes_with_guild_and_apollo(db, mongo_uri):
     if not (FEDERATION / "node_modules").is_dir():
         pytest.fail("federation/node_modules missing: run `npm ci --prefix federation` (make test does)")
-    sdl = (await api.data("{ _service { sdl } }"))["_service"]["sdl"]
-    assert '@key(fields: "id")' in sdl and "federation/v2.9" in sdl
-    path = tmp_path / "kernelindex.graphql"
-    path.write_text(sdl)
-    result = subprocess.run(["node", str(FEDERATION / "compose.mjs"), str(path)], capture_output=True, text=True, timeout=120)
+    services = []
+    for name in ("registry", "benchmarks"):
+        app = create_app(mongo_uri, Settings(database=db.name), subgraph=name)
+        sdl = (await _post(app, "{ _service { sdl } }"))["_service"]["sdl"]
+        assert '@key(fields: "id")' in sdl and "federation/v2.9" in sdl
+        services.append({"name": name, "url": f"http://127.0.0.1:1/{name}", "sdl": sdl})
+    registry_sdl, benchmarks_sdl = services[0]["sdl"], services[1]["sdl"]
+    assert "runPublished" in registry_sdl and "benchmarkJobRequest" not in registry_sdl
+    assert "benchmarkJobRequest" in benchmarks_sdl and "runByExternalId" not in benchmarks_sdl
+    result = subprocess.run(["node", str(FEDERATION / "compose.mjs")], input=json.dumps(services), capture_output=True, text=True, timeout=120)
     report = json.loads(result.stdout)
     assert report["guild"]["errors"] == [] and report["apollo"]["errors"] == [], report
     assert result.returncode == 0
-    assert "type Run implements Node" in report["supergraphSdl"]
+    supergraph = report["supergraphSdl"]
+    assert "type Run implements Node" in supergraph
+    # Definition is resolved by both: the registry owns it, the benchmarks subgraph adds `jobs`.
+    assert 'type Definition implements Node @join__type(graph: BENCHMARKS, key: "id") @join__type(graph: REGISTRY, key: "id")' in supergraph
 
 
-async def test_entities_resolve_by_key(api, db):
+async def test_entities_resolve_by_key_in_one_round_trip_per_type(db, mongo_uri):
     outcomes = await publish_many(db, [factories.run_bundle(str(i), user=f"u{i}") for i in range(3)])
     reps = [{"__typename": "Run", "id": ids.encode("Run", o.run_digest)} for o in outcomes]
     reps.append({"__typename": "ComparisonGroup", "id": ids.encode("ComparisonGroup", outcomes[0].group_key)})
-    data = await api.data(
+    finds = Finds()
+    app = create_app(mongo_uri, Settings(database=db.name), subgraph="registry", client_options={"event_listeners": [finds]})
+    data = await _post(
+        app,
         "query($r: [_Any!]!) { _entities(representations: $r) { ... on Run { digest } ... on ComparisonGroup { size } } }",
         {"r": reps},
     )
     assert [e.get("digest") for e in data["_entities"][:3]] == [o.run_digest for o in outcomes]
     assert data["_entities"][3] == {"size": 3}
+    request_finds = [c for c in finds.collections if c in ("runs", "comparison_groups")]
+    assert sorted(request_finds) == ["comparison_groups", "runs"], finds.collections

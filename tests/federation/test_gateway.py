@@ -24,16 +24,32 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def subgraph(live_site):
-    return f"{live_site}/graphql"
+def _serve(app) -> tuple[str, object, object]:
+    import threading
+
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return f"http://127.0.0.1:{port}/graphql", server, thread
 
 
 @pytest.fixture
-def federation_gateway(subgraph, tmp_path):
-    sdl = httpx.post(subgraph, json={"query": "{ _service { sdl } }"}).json()["data"]["_service"]["sdl"]
-    (tmp_path / "subgraph.graphql").write_text(sdl)
-    composed = subprocess.run(["node", str(FEDERATION / "compose.mjs"), str(tmp_path / "subgraph.graphql"), "kernelindex", subgraph], capture_output=True, text=True, timeout=120)
+def federation_gateway(db, mongo_uri, tmp_path):
+    from gateway.app import create_app
+
+    services, servers = [], []
+    for name in ("registry", "benchmarks"):
+        url, server, thread = _serve(create_app(mongo_uri, Settings(database=db.name), subgraph=name))
+        servers.append((server, thread))
+        sdl = httpx.post(url, json={"query": "{ _service { sdl } }"}).json()["data"]["_service"]["sdl"]
+        services.append({"name": name, "url": url, "sdl": sdl})
+    composed = subprocess.run(["node", str(FEDERATION / "compose.mjs"), "guild"], input=json.dumps(services), capture_output=True, text=True, timeout=120)
     assert composed.returncode == 0, composed.stdout + composed.stderr
     (tmp_path / "supergraph.graphql").write_text(json.loads(composed.stdout)["supergraphSdl"])
     port = free_port()
@@ -58,6 +74,9 @@ def federation_gateway(subgraph, tmp_path):
     yield url
     proc.terminate()
     proc.wait(timeout=20)
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 async def test_queries_and_mutations_through_the_gateway(db, mongo_uri, federation_gateway):

@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from resolvers import ids
-from resolvers.subscription import MAX_SUBSCRIPTIONS_PER_CONNECTION
+from gateway.websocket import MAX_SUBSCRIPTIONS_PER_CONNECTION
 from resolvers.types.common import encode_cursor
 from store.keys import Scope
 from store.publish import publish

@@ -2,8 +2,8 @@
 
 from types import SimpleNamespace
 
-from resolvers import subscription
-from resolvers.subscription import MAX_SHARED_BACKLOG, _Listener, share_key
+from gateway import websocket
+from gateway.websocket import MAX_SHARED_BACKLOG, _Listener, share_key
 
 ANON = SimpleNamespace(principal=None, key_presented=False)
 LIVE = "subscription { runPublished { cursor run { digest } } }"
@@ -42,4 +42,4 @@ async def test_a_shared_subscriber_that_falls_behind_is_dropped_with_a_code():
     kind, errors = await listener.get()
     assert kind == "error" and errors[0]["extensions"]["code"] == "SLOW_CONSUMER"
     assert listener.queue.empty() and not listener.offer(("next", "later"))
-    assert subscription.SHAREABLE_FIELDS == {"runPublished", "comparisonGroupChanged"}
+    assert websocket.SHAREABLE_FIELDS == {"runPublished", "comparisonGroupChanged"}

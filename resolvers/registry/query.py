@@ -1,4 +1,4 @@
-"""The Query root: lookups by ID, run lists and definitions."""
+"""The registry's Query root: lookups by ID, run lists, comparison groups and definitions."""
 
 from __future__ import annotations
 
@@ -10,30 +10,14 @@ import strawberry
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.errors import ClientError
-from resolvers.types.attestation import Attestation
-from resolvers.types.common import EvidenceLevel, PageInfo, RunStatus, check_first, decode_cursor, encode_cursor
+from resolvers.node_types import NODE_TYPES
+from resolvers.types.common import EvidenceLevel, RunStatus, check_first, decode_cursor, encode_cursor
+from resolvers.types.connection import Connection
 from resolvers.types.definition import Definition
-from resolvers.types.environment import Environment
 from resolvers.types.group import ComparisonGroup
-from resolvers.types.implementation import Implementation
-from resolvers.types.job import BenchmarkJob, BenchmarkJobConnection, BenchmarkJobEdge, BenchmarkJobFilter, decode_job_cursor, job_cursor
 from resolvers.types.node import Node
-from resolvers.types.note import Note
-from resolvers.types.protocol import Protocol
-from resolvers.types.run import Run, RunConnection
-from resolvers.types.workload import Workload
-from store.queries import jobs_page, runs_page
-
-NODE_TYPES: dict[str, Any] = {
-    "Run": Run,
-    "Definition": Definition,
-    "Workload": Workload,
-    "Implementation": Implementation,
-    "Protocol": Protocol,
-    "Environment": Environment,
-    "ComparisonGroup": ComparisonGroup,
-    "Attestation": Attestation,
-}
+from resolvers.types.run import Run, run_connection
+from store.queries import definition_named, definitions_by_name, run_by_external_id, runs_page
 
 
 def _key(global_id: str, expected: str | None = None) -> tuple[str, str]:
@@ -46,17 +30,10 @@ def _key(global_id: str, expected: str | None = None) -> tuple[str, str]:
 
 
 async def load_node(info: Info, global_id: str) -> Node | None:
+    """Any node by ID, batched per type through the request's DataLoaders."""
     type_name, key = _key(global_id)
-    if type_name == "BenchmarkJob":
-        doc = await info.context.db.jobs.find_one({"_id": key})
-        return BenchmarkJob.from_doc(doc) if doc else None
-    if type_name == "Note":
-        doc = await info.context.db.notes.find_one({"_id": key})
-        return Note.from_doc(doc) if doc else None
-    if type_name not in NODE_TYPES:
-        return None
     doc = await info.context.loaders.for_type(type_name).load(key)
-    return NODE_TYPES[type_name].from_doc(doc) if doc else None
+    return NODE_TYPES[type_name].cls.from_doc(doc) if doc else None
 
 
 @strawberry.input(description="Narrow a run list. All given conditions must hold.")
@@ -107,16 +84,16 @@ class Query:
 
     @strawberry.field(description="The current run of a source's record, e.g. (sol-execbench, 37369).")
     async def run_by_external_id(self, info: Info, source: str, external_id: str) -> Run | None:
-        doc = await info.context.db.runs.find_one({"source": source, "externalId": external_id, "current": True})
+        doc = await run_by_external_id(info.context.db, source, external_id)
         return Run.from_doc(doc) if doc else None
 
     @strawberry.field(description="Runs, newest first.")
     async def runs(
         self, info: Info, filter: RunFilter | None = None, first: int = 20, after: str | None = None
-    ) -> RunConnection:
+    ) -> Connection[Run]:
         after_seq = decode_cursor(after, 1)[0] if after else None
         docs, more = await runs_page(info.context.db, query=_run_query(filter), first=check_first(first), after_seq=after_seq)
-        return await RunConnection.of(docs, more, lambda d: encode_cursor(d["seq"]), info)
+        return await run_connection(docs, more, lambda d: encode_cursor(d["seq"]), info)
 
     @strawberry.field
     async def comparison_group(self, info: Info, id: strawberry.ID) -> ComparisonGroup | None:
@@ -125,8 +102,7 @@ class Query:
 
     @strawberry.field(description="Every definition, by name.")
     async def definitions(self, info: Info) -> list[Definition]:
-        docs = await info.context.db.definitions.find({}).sort("spec.name", 1).to_list()
-        return [Definition.from_doc(d) for d in docs]
+        return [Definition.from_doc(d) for d in await definitions_by_name(info.context.db)]
 
     @strawberry.field(description="One definition by ID or by name.")
     async def definition(self, info: Info, id: strawberry.ID | None = None, name: str | None = None) -> Definition | None:
@@ -135,25 +111,5 @@ class Query:
         if id is not None:
             doc = await info.context.loaders.definitions.load(_key(id, "Definition")[1])
         else:
-            doc = await info.context.db.definitions.find_one({"spec.name": name})
+            doc = await definition_named(info.context.db, name)
         return Definition.from_doc(doc) if doc else None
-
-    @strawberry.field
-    async def benchmark_job(self, info: Info, id: strawberry.ID) -> BenchmarkJob | None:
-        doc = await info.context.db.jobs.find_one({"_id": _key(id, "BenchmarkJob")[1]})
-        return BenchmarkJob.from_doc(doc) if doc else None
-
-    @strawberry.field(description="Benchmark jobs, newest first.")
-    async def benchmark_jobs(
-        self, info: Info, filter: BenchmarkJobFilter | None = None, first: int = 20, after: str | None = None
-    ) -> BenchmarkJobConnection:
-        query: dict[str, Any] = {}
-        if filter and filter.state:
-            query["state"] = filter.state.value
-        if filter and filter.gpu:
-            query["gpu"] = filter.gpu
-        if filter and filter.definition:
-            query["definitionDigest"] = _key(filter.definition, "Definition")[1]
-        page, more = await jobs_page(info.context.db, query=query, first=check_first(first), after=decode_job_cursor(after) if after else None)
-        edges = [BenchmarkJobEdge(cursor=job_cursor(d), node=BenchmarkJob.from_doc(d)) for d in page]
-        return BenchmarkJobConnection(edges=edges, page_info=PageInfo(has_next_page=more, end_cursor=edges[-1].cursor if edges else None))

@@ -1,6 +1,6 @@
 """Partner mutations: signed reproductions (runSubmitReproduction) and notes (runAddNote).
 
-Merged into the Mutation root (gateway.schema). Expected failures are answered in `userErrors`
+The registry subgraph's Mutation root. Expected failures are answered in `userErrors`
 with a code; nothing is written then. Neither ever changes a run's evidence level.
 """
 
@@ -54,14 +54,14 @@ async def _run(info: Info, global_id: str) -> dict:
         digest = ids.decode_as(global_id, "Run")
     except ids.BadGlobalId as error:
         raise Refusal("BAD_ID", str(error), "run") from None
-    doc = await info.context.db.runs.find_one({"_id": digest})
+    doc = await info.context.loaders.runs.load(digest)
     if doc is None:
         raise Refusal("NOT_FOUND", "no such run", "run")
     return doc
 
 
 @strawberry.type
-class PartnerMutation:
+class Mutation:
     @strawberry.mutation(description="Submit a signed reproduction of a run (partner key). Shown with the run; never changes its evidence level.")
     async def run_submit_reproduction(self, info: Info, input: RunSubmitReproductionInput) -> RunSubmitReproductionPayload:
         try:

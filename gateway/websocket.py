@@ -1,22 +1,13 @@
-"""The Subscription root: new runs, comparison-group changes and benchmark-job updates, over
-WebSocket (graphql-transport-ws), from the event log.
+"""The WebSocket transport of subscriptions (graphql-transport-ws), on every subgraph process.
 
-- Every event carries a `cursor` (its place in the event log). A subscription given
-  `after: <cursor>` first replays what it missed, in order, then goes live: no gap, no duplicate.
-- Delivery comes from the process's EventHub (one MongoDB change stream per server process), so
-  an event written by any process reaches subscribers on every process.
-- Authentication: runPublished and comparisonGroupChanged are public. benchmarkJobUpdated needs an
-  API key in the connection_init payload ({"Authorization": "Bearer <key>"} or {"apiKey": "<key>"})
-  of the job's requester, a maintainer, or a runner that holds or held the job.
 - At most MAX_SUBSCRIPTIONS_PER_CONNECTION operations run at once on one connection; one more is
   answered with an `error` message, code TOO_MANY_SUBSCRIPTIONS.
-- The WebSocket context lives as long as the connection, so each delivered event gets fresh
-  DataLoaders (nothing is cached from one event to the next; within one event, the process's
-  deliveries share them).
 - Identical live public subscriptions (same document, variables and caller; no `after`) run as
   one execution per process whose serialized result goes to each subscriber; a shared subscriber
   more than MAX_SHARED_BACKLOG results behind is dropped with code SLOW_CONSUMER (it resumes
-  with `after`). Subscriptions over HTTP are refused with code WEBSOCKET_REQUIRED.
+  with `after`). Behind Hive Gateway, this is what lets the gateway's upstream subscriptions
+  share one execution.
+- Subscriptions over HTTP are refused with code WEBSOCKET_REQUIRED.
 """
 
 from __future__ import annotations
@@ -27,11 +18,9 @@ import functools
 import json
 import logging
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
-import strawberry
 from graphql import FieldNode, GraphQLError, NullValueNode, OperationDefinitionNode, VariableNode, parse
 from graphql import OperationType as GraphQLOperationType
 from starlette.websockets import WebSocket
@@ -41,24 +30,13 @@ from strawberry.types.execution import ExecutionResult, PreExecutionError
 from strawberry.types.graphql import OperationType
 from strawberry.utils.aio import aclosing
 
-from resolvers import ids
-from resolvers.context import Info
 from resolvers.dataloaders import Loaders
 from resolvers.errors import ClientError
-from resolvers.types.common import decode_cursor, encode_cursor
-from resolvers.types.group import ComparisonGroup
-from resolvers.types.job import BenchmarkJob, JobState
-from resolvers.types.run import Run
-from store.event_stream import EventFilter, EventHub, StreamUnavailable
-from store.jobs import JobState as DomainJobState
-from store.keys import Scope
 
 log = logging.getLogger("kernelindex.subscriptions")
 
 MAX_SUBSCRIPTIONS_PER_CONNECTION = 20
 TOO_MANY_SUBSCRIPTIONS = "TOO_MANY_SUBSCRIPTIONS"
-
-Doc = dict[str, Any]
 
 
 class SubscriptionLimitHandler(BaseGraphQLTransportWSHandler):
@@ -272,204 +250,3 @@ class SubscriptionsOverWebSocket(SchemaExtension):
                 code="WEBSOCKET_REQUIRED",
             )
         yield
-
-
-# ---------------------------------------------------------------- event types
-
-
-@strawberry.input(description="Narrow runPublished. All given conditions must hold; none given: every run.")
-class RunPublishedFilter:
-    definition: strawberry.ID | None = None
-    gpu: str | None = strawberry.field(default=None, description='GPU product, e.g. "NVIDIA B200".')
-    group: strawberry.ID | None = None
-    source: str | None = strawberry.field(default=None, description='e.g. "sol-execbench", "kernelindex".')
-
-
-@strawberry.type(description="A run was published.")
-class RunPublishedEvent:
-    cursor: str = strawberry.field(description="Pass as `after` to resume after this event.")
-    published_at: datetime
-    run: Run
-
-
-@strawberry.type(description="A comparison group's membership or #1 changed.")
-class ComparisonGroupChangedEvent:
-    cursor: str = strawberry.field(description="Pass as `after` to resume after this event.")
-    changed_at: datetime
-    group: ComparisonGroup
-    leader_changed: bool
-    size: int = strawberry.field(description="Current runs in the group after the change.")
-    old_leader: Run | None = strawberry.field(description="The #1 before the change.")
-    new_leader: Run | None = strawberry.field(description="The #1 after the change.")
-
-
-@strawberry.type(description="A benchmark job changed state.")
-class BenchmarkJobUpdatedEvent:
-    cursor: str = strawberry.field(description="Pass as `after` to resume after this event.")
-    updated_at: datetime
-    state: JobState = strawberry.field(description="The state this event moved the job to.")
-    job: BenchmarkJob = strawberry.field(description="The job as it is now.")
-
-
-# ---------------------------------------------------------------- plumbing
-
-
-def _hub(info: Info) -> EventHub:
-    request = info.context.request
-    hub = getattr(getattr(getattr(request, "app", None), "state", None), "event_hub", None)
-    if hub is None or not hub.running:
-        reason = getattr(hub, "unavailable", None) or "event delivery is not running"
-        raise ClientError(f"subscriptions are not available on this server ({reason})", code="SUBSCRIPTIONS_UNAVAILABLE")
-    return hub
-
-
-def _after(after: str | None) -> int | None:
-    if after is None:
-        return None
-    seq = decode_cursor(after, 1)[0]
-    if seq < 0:
-        raise ClientError(f"after: {after!r} is not a valid cursor")
-    return seq
-
-
-def _key(global_id: str, expected: str, field: str) -> str:
-    try:
-        return ids.decode_as(global_id, expected)
-    except ids.BadGlobalId as error:
-        raise ClientError(f"{field}: {error}", code="BAD_ID") from None
-
-
-def _fresh_loaders(info: Info, hub: EventHub, seq: int) -> Loaders:
-    """A WebSocket context outlives events, so each event gets fresh DataLoaders: made once per
-    event and process, shared by that event's deliveries (which then batch their look-ups)."""
-    loaders = hub.memo(seq, "loaders", lambda: Loaders(info.context.db))
-    info.context.loaders = loaders
-    info.context.now = datetime.now(UTC)
-    return loaders
-
-
-async def _events(hub: EventHub, flt: EventFilter, after: int | None) -> AsyncIterator[Doc]:
-    try:
-        with hub.subscribe(flt) as subscription:
-            async for event in subscription.events(after):
-                yield event
-    except StreamUnavailable as error:
-        raise ClientError(str(error), code="SUBSCRIPTIONS_UNAVAILABLE") from None
-
-
-async def _run_events(info: Info, hub: EventHub, flt: EventFilter, after: int | None) -> AsyncGenerator[RunPublishedEvent, None]:
-    async for event in _events(hub, flt, after):
-        doc = await hub.document(event["seq"], "runs", event["runDigest"])
-        if doc is None:
-            continue
-        _fresh_loaders(info, hub, event["seq"]).runs.prime(doc["_id"], doc)
-        yield RunPublishedEvent(cursor=encode_cursor(event["seq"]), published_at=event["at"], run=Run.from_doc(doc))
-
-
-async def _group_events(info: Info, hub: EventHub, flt: EventFilter, after: int | None) -> AsyncGenerator[ComparisonGroupChangedEvent, None]:
-    async for event in _events(hub, flt, after):
-        seq = event["seq"]
-        group = await hub.document(seq, "comparison_groups", event["groupKey"])
-        if group is None:
-            continue
-        loaders = _fresh_loaders(info, hub, seq)
-        leaders: dict[str, Run | None] = {}
-        for role in ("oldLeader", "newLeader"):
-            digest = event.get(role)
-            doc = await hub.document(seq, "runs", digest) if digest else None
-            if doc is not None:
-                loaders.runs.prime(doc["_id"], doc)
-            leaders[role] = Run.from_doc(doc) if doc else None
-        yield ComparisonGroupChangedEvent(
-            cursor=encode_cursor(seq),
-            changed_at=event["at"],
-            group=ComparisonGroup.from_doc(group),
-            leader_changed=bool(event.get("leaderChanged")),
-            size=event.get("size", group["size"]),
-            old_leader=leaders["oldLeader"],
-            new_leader=leaders["newLeader"],
-        )
-
-
-async def _job_events(info: Info, hub: EventHub, flt: EventFilter, after: int | None) -> AsyncGenerator[BenchmarkJobUpdatedEvent, None]:
-    async for event in _events(hub, flt, after):
-        job = await hub.document(event["seq"], "jobs", event["jobId"])
-        if job is None:
-            continue
-        _fresh_loaders(info, hub, event["seq"])
-        yield BenchmarkJobUpdatedEvent(
-            cursor=encode_cursor(event["seq"]),
-            updated_at=event["at"],
-            state=DomainJobState(event["state"]),
-            job=BenchmarkJob.from_doc(job),
-        )
-
-
-def _may_watch_job(key, job: Doc) -> bool:
-    if key.scope is Scope.maintainer or job.get("requestedBy") == key.id:
-        return True
-    if key.scope is Scope.runner:
-        holders = {h.get("runner") for h in job.get("history", [])}
-        lease = job.get("lease") or {}
-        return key.id == lease.get("runner") or key.id in holders
-    return False
-
-
-# ---------------------------------------------------------------- the root
-
-
-@strawberry.type
-class Subscription:
-    @strawberry.subscription(description="Runs as they are published (public). No filter: every run.")
-    async def run_published(
-        self, info: Info, filter: RunPublishedFilter | None = None, after: str | None = None
-    ) -> AsyncGenerator[RunPublishedEvent, None]:
-        hub = _hub(info)
-        f = filter or RunPublishedFilter()
-        flt = EventFilter.of(
-            "run.published",
-            definitionDigest=_key(f.definition, "Definition", "filter.definition") if f.definition else None,
-            groupKey=_key(f.group, "ComparisonGroup", "filter.group") if f.group else None,
-            gpu=f.gpu,
-            source=f.source,
-        )
-        after_seq = _after(after)
-        return _run_events(info, hub, flt, after_seq)
-
-    @strawberry.subscription(description="Changes of one comparison group's membership or #1 (public).")
-    async def comparison_group_changed(
-        self, info: Info, id: strawberry.ID, after: str | None = None
-    ) -> AsyncGenerator[ComparisonGroupChangedEvent, None]:
-        hub = _hub(info)
-        key = _key(id, "ComparisonGroup", "id")
-        after_seq = _after(after)
-        if await info.context.db.comparison_groups.find_one({"_id": key}, {"_id": 1}) is None:
-            raise ClientError("id: no such comparison group", code="NOT_FOUND")
-        return _group_events(info, hub, EventFilter.of("group.changed", groupKey=key), after_seq)
-
-    @strawberry.subscription(
-        description="State changes of one benchmark job. Needs the API key (in connection_init) of the job's "
-        "requester, a maintainer, or a runner that holds or held the job."
-    )
-    async def benchmark_job_updated(
-        self, info: Info, id: strawberry.ID, after: str | None = None
-    ) -> AsyncGenerator[BenchmarkJobUpdatedEvent, None]:
-        hub = _hub(info)
-        key = info.context.principal
-        if key is None:
-            if info.context.key_presented:
-                raise ClientError("the API key in connection_init is not valid", code="UNAUTHENTICATED")
-            raise ClientError(
-                'benchmarkJobUpdated needs an API key: send {"Authorization": "Bearer <key>"} in the connection_init payload',
-                code="UNAUTHENTICATED",
-            )
-        job_id = _key(id, "BenchmarkJob", "id")
-        after_seq = _after(after)
-        job = await info.context.db.jobs.find_one({"_id": job_id}, {"requestedBy": 1, "lease": 1, "history.runner": 1})
-        if job is None:
-            raise ClientError("id: no such benchmark job", code="NOT_FOUND")
-        if not _may_watch_job(key, job):
-            raise ClientError(
-                "only the job's requester, a maintainer, or a runner that holds or held the job may watch it", code="FORBIDDEN"
-            )
-        return _job_events(info, hub, EventFilter.of("job.updated", jobId=job_id), after_seq)

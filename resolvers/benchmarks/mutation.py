@@ -1,4 +1,4 @@
-"""The Mutation root: benchmark jobs (request, claim, start, complete, fail).
+"""The benchmarks Mutation root: benchmark jobs (request, claim, start, complete, fail).
 
 Every mutation checks the caller's scope first and answers expected failures in `userErrors`
 (nothing written); unexpected ones are masked like any other error.
@@ -6,28 +6,19 @@ Every mutation checks the caller's scope first and answers expected failures in 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 import strawberry
 
-from registry import architectures
-from registry.digest import manifest_digest
-from registry.manifests import parse_manifest
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.types.job import BenchmarkJob, FailureCode
-from resolvers.types.protocol import manifest_json
 from resolvers.types.run import Run
 from resolvers.user_errors import Refusal, UserError, require_scope
 from store import jobs
 from store.keys import Scope
-from store.publish import insert_ignoring_duplicates, manifest_document
+from store.job_specs import JobRequest, JobSpecError, resolve_job_spec
+from store.queries import job_by_idempotency_key
 from store.verified_results import ResultError, accept_result
-from store.workload_subsets import subset_suite
 
-# Our harness's protocols: on a GPU, and the CPU smoke-test mode (never ranked with the former).
-CONTROLLED_FAMILIES = ("kernelindex_controlled", "kernelindex_controlled_cpu")
 MAX_LEASE_SECONDS = 24 * 3600
 
 
@@ -82,89 +73,27 @@ class BenchmarkJobFailInput:
 
 
 def _job_key(global_id: str) -> str:
+    return _decode(global_id, "BenchmarkJob", "job")
+
+
+def _decode(global_id: str, expected: str, field: str) -> str:
     try:
-        return ids.decode_as(global_id, "BenchmarkJob")
+        return ids.decode_as(global_id, expected)
     except ids.BadGlobalId as error:
-        raise Refusal("BAD_ID", str(error), "job") from None
+        raise Refusal("BAD_ID", str(error), field) from None
 
 
-async def _resolve_job_spec(info: Info, data: BenchmarkJobRequestInput) -> dict[str, Any]:
-    db = info.context.db
-    try:
-        definition_digest = ids.decode_as(data.definition, "Definition")
-    except ids.BadGlobalId as error:
-        raise Refusal("BAD_ID", str(error), "definition") from None
-    definition = await db.definitions.find_one({"_id": definition_digest})
-    if definition is None:
-        raise Refusal("NOT_FOUND", "no such definition", "definition")
-
-    impl_query: dict[str, Any] = {"spec.definitionDigest": definition_digest, "spec.name": data.implementation, "spec.code.digest": {"$exists": True}}
-    if data.implementation_digest:
-        impl_query["_id"] = data.implementation_digest
-    implementation = await db.implementations.find_one(impl_query, sort=[("storedAt", -1)])
-    if implementation is None:
-        raise Refusal(
-            "UNKNOWN_IMPLEMENTATION",
-            f"no controlled implementation named {data.implementation!r} (with pinned code) is registered for this definition",
-            "implementation",
-        )
-    supported = architectures.declared(implementation["spec"])
-    if not architectures.supports(supported, data.gpu):
-        raise Refusal("UNSUPPORTED_GPU", architectures.refusal(data.implementation, supported, data.gpu), "gpu")
-
-    if data.workload:
-        try:
-            workload_digest = ids.decode_as(data.workload, "Workload")
-        except ids.BadGlobalId as error:
-            raise Refusal("BAD_ID", str(error), "workload") from None
-        workload = await db.workloads.find_one({"_id": workload_digest, "spec.definitionDigest": definition_digest})
-    else:
-        suites = await db.workloads.find({"spec.definitionDigest": definition_digest}).to_list()
-        workload = max(suites, key=lambda s: (len(s["spec"]["cases"]), s["_id"]), default=None)
-    if workload is None:
-        raise Refusal("NOT_FOUND", "no such workload for this definition", "workload")
-    suite = parse_manifest(manifest_json(workload))
-    if data.cases is not None:
-        bad = [c for c in data.cases if not 0 <= c < len(suite.spec.cases)]
-        if bad or not data.cases:
-            raise Refusal("BAD_USER_INPUT", f"cases must be indexes 0..{len(suite.spec.cases) - 1} of the workload", "cases")
-        suite = subset_suite(suite, data.cases)
-
-    if data.protocol:
-        try:
-            protocol = await db.protocols.find_one({"_id": ids.decode_as(data.protocol, "Protocol")})
-        except ids.BadGlobalId as error:
-            raise Refusal("BAD_ID", str(error), "protocol") from None
-    else:
-        device = "cuda" if data.gpu.startswith("NVIDIA") else "cpu"
-        candidates = await db.protocols.find({"spec.comparability.family": {"$in": list(CONTROLLED_FAMILIES)}}).sort("storedAt", -1).to_list()
-        matching = [p for p in candidates if _protocol_device(p) == device]
-        protocol = matching[0] if matching else None
-    if protocol is None or protocol["spec"]["comparability"]["family"] not in CONTROLLED_FAMILIES:
-        raise Refusal("NOT_FOUND", "no controlled (kernelindex_controlled) protocol found; name one", "protocol")
-
-    suite_digest = manifest_digest(suite)
-    if suite_digest != workload["_id"]:
-        await insert_ignoring_duplicates(db.workloads, [manifest_document(suite, suite_digest, datetime.now(UTC))])
-    return {
-        "definitionDigest": definition_digest,
-        "implementationName": data.implementation,
-        "gpu": data.gpu,
-        "cases": sorted(set(data.cases)) if data.cases is not None else None,
-        "expected": {
-            "implementationDigest": implementation["_id"],
-            "workloadDigest": suite_digest,
-            "protocolDigest": protocol["_id"],
-        },
-    }
-
-
-def _protocol_device(protocol: dict[str, Any]) -> str:
-    """Which kind of device a controlled protocol measures: its label, else its timer."""
-    label = protocol["metadata"].get("labels", {}).get("device")
-    if label:
-        return label
-    return "cpu" if protocol["spec"]["measurement"]["timer"].startswith("wall_clock") else "cuda"
+def _job_request(data: BenchmarkJobRequestInput) -> JobRequest:
+    """The request with every global ID decoded (BAD_ID names the input field)."""
+    return JobRequest(
+        definition_digest=_decode(data.definition, "Definition", "definition"),
+        implementation=data.implementation,
+        gpu=data.gpu,
+        implementation_digest=data.implementation_digest,
+        workload_digest=_decode(data.workload, "Workload", "workload") if data.workload else None,
+        protocol_digest=_decode(data.protocol, "Protocol", "protocol") if data.protocol else None,
+        cases=data.cases,
+    )
 
 
 @strawberry.type
@@ -177,14 +106,16 @@ class Mutation:
                 raise Refusal("BAD_USER_INPUT", "idempotencyKey must be 1 to 200 characters", "idempotencyKey")
             if not input.gpu.strip():
                 raise Refusal("BAD_USER_INPUT", "gpu must name a GPU product", "gpu")
-            existing = await info.context.db.jobs.find_one({"requestedBy": key.id, "idempotencyKey": input.idempotency_key})
+            existing = await job_by_idempotency_key(info.context.db, key.id, input.idempotency_key)
             if existing:
                 return BenchmarkJobPayload(job=BenchmarkJob.from_doc(existing), created=False)
-            spec = await _resolve_job_spec(info, input)
+            spec = await resolve_job_spec(info.context.db, _job_request(input))
             job, created = await jobs.request_job(info.context.db, requested_by=key.id, idempotency_key=input.idempotency_key, spec=spec)
             return BenchmarkJobPayload(job=BenchmarkJob.from_doc(job), created=created)
         except Refusal as refusal:
             return BenchmarkJobPayload(user_errors=[refusal.error])
+        except JobSpecError as error:
+            return BenchmarkJobPayload(user_errors=[UserError(field=error.field, message=str(error), code=error.code)])
 
     @strawberry.mutation(description="Take the oldest queued job for this GPU, with a lease (runner key).")
     async def benchmark_job_claim(self, info: Info, input: BenchmarkJobClaimInput) -> BenchmarkJobPayload:
@@ -221,7 +152,7 @@ class Mutation:
             return BenchmarkJobCompletePayload(user_errors=[UserError(field="job", message=str(error), code=error.code)])
         except ResultError as error:
             return BenchmarkJobCompletePayload(user_errors=[UserError(field=error.field, message=str(error), code=error.code)])
-        run_doc = await info.context.db.runs.find_one({"_id": job["runDigest"]}) if job.get("runDigest") else None
+        run_doc = await info.context.loaders.runs.load(job["runDigest"]) if job.get("runDigest") else None
         return BenchmarkJobCompletePayload(job=BenchmarkJob.from_doc(job), run=Run.from_doc(run_doc) if run_doc else None)
 
     @strawberry.mutation(description="Report that a held job failed (runner key). Runtime errors and timeouts are retried.")
