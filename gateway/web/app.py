@@ -8,16 +8,18 @@ from pathlib import Path
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from gateway.web.compare import compare_page
-from gateway.web.graphiql import graphiql_page, graphiql_assets
+from gateway.web.graphiql import graphiql_assets, graphiql_page
 from gateway.web.graphql import GraphQLClient
 from gateway.web.groups import group_page
 from gateway.web.home import home_page
 from gateway.web.operations import operation_page
 from gateway.web.runs import run_page
+from gateway.web.timing import ServerTiming
 
 STATIC = Path(__file__).parent / "static"
 
@@ -36,6 +38,7 @@ def create_web_app(graphql_url: str, *, transport: httpx.AsyncBaseTransport | No
 
     app = Starlette(
         lifespan=lifespan,
+        middleware=[Middleware(ServerTiming)],
         routes=[
             Route("/", home_page),
             Route("/groups/{id}", group_page),

@@ -1,4 +1,5 @@
-"""/: every operation with its comparison groups and each group's #1; the newest runs (live)."""
+"""/: the operations (a page at a time) with their comparison groups and each group's #1; the
+newest runs (updated live by static/live.js)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from gateway.web.graphql import GraphQLError
 from gateway.web.render import api_failed, page
 
 NEWEST = 10
+OPERATIONS_PER_PAGE = 20
 
 
 def matches(definition: dict, words: list[str]) -> bool:
@@ -19,16 +21,23 @@ def matches(definition: dict, words: list[str]) -> bool:
 
 async def home_page(request: Request) -> Response:
     query = request.query_params.get("q", "").strip()
+    after = request.query_params.get("after", "")
+    client = request.app.state.graphql
     try:
-        data = await request.app.state.graphql.query(queries.HOME, {"newest": NEWEST})
+        data = await client.query(queries.HOME, {"newest": NEWEST})
+        # Search and paging over the names happen here: the API lists definitions by name, whole.
+        words = query.lower().split()
+        found = [d for d in data["definitions"] if matches(d, words)]
+        shown = [d for d in found if d["name"] > after][:OPERATIONS_PER_PAGE]
+        groups = (await client.query(queries.HOME_GROUPS, {"ids": [d["id"] for d in shown]}))["nodes"] if shown else []
     except GraphQLError as error:
         return api_failed(request, str(error))
-    # The API lists every definition (a short list); the search narrows it by name here.
-    words = query.lower().split()
-    operations = [
-        {"name": d["name"], "title": d["title"], "groups": d["comparisonGroups"]}
-        for d in data["definitions"]
-        if matches(d, words)
-    ]
-    newest = [edge["node"] for edge in data["runs"]["edges"]]
-    return page(request, "home.html", {"query": query, "operations": operations, "newest": newest})
+    operations = [{"name": d["name"], "title": d["title"], "groups": g["comparisonGroups"]} for d, g in zip(shown, groups)]
+    more = bool(shown) and found[-1]["name"] > shown[-1]["name"]
+    context = {
+        "query": query,
+        "operations": operations,
+        "page": {"after": after or None, "matching": len(found), "next": shown[-1]["name"] if more else None},
+        "newest": [edge["node"] for edge in data["runs"]["edges"]],
+    }
+    return page(request, "home.html", context)

@@ -7,17 +7,28 @@ RUN_ROW = """fragment RunRow on Run {
   sourceNative { solExecBench { summary } metrics { name value text } }
 }"""
 
+GROUP_SUMMARY = """fragment GroupSummary on ComparisonGroup {
+  id title size family familyVersion sourceNative gpu { display }
+  leader { digest title evidenceLevel primaryMeasurement { statistic display } }
+}"""
+
+# The home page: the operations' names first (the API lists them all), then the groups of one
+# page of operations by ID, so the page's cost does not grow with the number of operations.
 HOME = (
     """query Home($newest: Int!) {
-  definitions {
-    name title
-    comparisonGroups { id title size rankedSize family familyVersion sourceNative gpu { display }
-      leader { digest title evidenceLevel primaryMeasurement { statistic display } } }
-  }
+  definitions { id name title }
   runs(first: $newest) { edges { node { ...RunRow environment { gpu { display } } group { id title } } } }
 }
 """
     + RUN_ROW
+)
+
+HOME_GROUPS = (
+    """query HomeGroups($ids: [ID!]!) {
+  nodes(ids: $ids) { ... on Definition { name comparisonGroups { ...GroupSummary } } }
+}
+"""
+    + GROUP_SUMMARY
 )
 
 GROUP = (
@@ -47,10 +58,10 @@ OPERATION = """query Operation($name: String!) {
     outputs { name shape dtype description }
     relatedDefinitions { name }
     workloads { digest name title caseCount aggregation comparator cases { index axes { name value } } }
-    comparisonGroups(includeRelated: true) { id title size family familyVersion sourceNative gpu { display }
-      leader { digest title evidenceLevel primaryMeasurement { statistic display } } }
+    comparisonGroups(includeRelated: true) { ...GroupSummary }
   }
-}"""
+}
+""" + GROUP_SUMMARY
 
 JOBS = """query Jobs($definition: ID!) {
   benchmarkJobs(filter: {definition: $definition}, first: 50) {

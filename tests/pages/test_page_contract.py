@@ -1,0 +1,88 @@
+"""What every page owes its readers: a title, headings in order, every link reachable with the
+keyboard, and a JSON twin (same URL, `Accept: application/json`) carrying the data it shows."""
+
+import json
+from pathlib import Path
+
+import pytest_asyncio
+
+from gateway.bootstrap import bootstrap
+from gateway.settings import Settings
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+JSON = {"accept": "application/json"}
+
+HEADINGS = "[...document.querySelectorAll('h1,h2,h3,h4,h5,h6')].map(h => Number(h.tagName[1]))"
+LINKS = "[...document.querySelectorAll('a[href]')].filter(a => a.offsetParent !== null || a.classList.contains('skip')).map(a => a.href)"
+
+
+@pytest_asyncio.fixture
+async def pages(db, mongo_uri, graphql):
+    """The URL of each kind of page, on the bundled data."""
+    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
+    definitions = (await graphql("{ definitions { name comparisonGroups { id size leader { digest } runs(first: 2) { nodes { digest } } } } }"))["definitions"]
+    group = max((g for d in definitions for g in d["comparisonGroups"]), key=lambda g: g["size"])
+    second = group["runs"]["nodes"][1]["digest"]
+    operation = next(d["name"] for d in definitions if group in d["comparisonGroups"])
+    return {
+        "home": "/",
+        "group": f"/groups/{group['id']}",
+        "operation": f"/operations/{operation}",
+        "run": f"/runs/{second}",
+        "compare": f"/compare?runs={second},{group['leader']['digest']}",
+        "search": "/?q=qknorm",
+    }
+
+
+async def test_title_headings_and_keyboard_reach_every_link(pages, site, page):
+    for name, path in pages.items():
+        await page.goto(f"{site}{path}")
+        assert (await page.title()).endswith("KernelIndex") or "KernelIndex" in await page.title(), name
+        levels = await page.evaluate(HEADINGS)
+        assert levels[0] == 1 and levels.count(1) == 1, (name, levels)
+        assert all(b <= a + 1 for a, b in zip(levels, levels[1:])), (name, levels)
+        links = set(await page.evaluate(LINKS))
+        reached: set[str] = set()
+        for _ in range(len(links) + 10):  # the links, the search field and its button, slack
+            await page.keyboard.press("Tab")
+            href = await page.evaluate("document.activeElement && document.activeElement.href || null")
+            if href:
+                reached.add(href)
+            if reached >= links:
+                break
+        assert links - reached == set(), (name, sorted(links - reached)[:5])
+
+
+async def test_json_twins_carry_what_the_pages_show(pages, site, page, graphql):
+    http = graphql.http
+
+    home = (await http.get(pages["home"], headers=JSON)).json()
+    await page.goto(f"{site}/")
+    for op in home["operations"]:
+        for group in op["groups"]:
+            assert await page.inner_text(f'#operations a[href="/groups/{group["id"]}"]') == group["title"]
+    assert await page.eval_on_selector_all("#newest li", "els => els.map(e => e.dataset.digest)") == [r["digest"] for r in home["newest"]]
+
+    board = (await http.get(pages["group"], headers=JSON)).json()
+    await page.goto(f"{site}{pages['group']}")
+    assert await page.eval_on_selector_all("#leaderboard tbody tr", "els => els.map(e => e.dataset.digest)") == [r["digest"] for r in board["runs"]]
+    assert await page.locator("td.rank").all_inner_texts() == [f"{'=' if r['tie'] else ''}{r['rank']}" for r in board["runs"]]
+    assert await page.inner_text("#size") == str(board["group"]["size"])
+
+    operation = (await http.get(pages["operation"], headers=JSON)).json()
+    await page.goto(f"{site}{pages['operation']}")
+    assert await page.inner_text("#name") == operation["definition"]["name"]
+    assert await page.locator("table.cases tbody tr").count() == sum(w["caseCount"] for w in operation["definition"]["workloads"])
+    assert await page.eval_on_selector_all("#groups a[href^='/groups/']", "els => els.map(e => e.getAttribute('href'))") == [
+        f"/groups/{g['id']}" for g in operation["definition"]["comparisonGroups"]
+    ]
+
+    manifest = (await http.get(pages["run"], headers=JSON)).json()
+    await page.goto(f"{site}{pages['run']}")
+    assert json.loads(await page.text_content("#manifest pre")) == manifest  # the run's twin is its canonical manifest
+
+    compare = (await http.get(pages["compare"], headers=JSON)).json()
+    await page.goto(f"{site}{pages['compare']}")
+    assert await page.locator("#runs td.geomean").all_inner_texts() == [f"{g:.3f}×" for g in compare["geomeanRatio"]]
+    assert await page.locator("#cases tbody tr").count() == len(compare["cases"])
+    assert (await http.get(pages["compare"], headers=JSON)).headers["content-type"] == "application/json"
