@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
+
+from gateway.web.timing import record_graphql
 
 
 class GraphQLError(RuntimeError):
@@ -32,11 +35,14 @@ class GraphQLClient:
         return self._http
 
     async def query(self, document: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        started = time.perf_counter()
         try:
             response = await self._client().post(self.url, json={"query": document, "variables": variables or {}})
             body = response.json()
         except (httpx.HTTPError, ValueError) as error:
             raise GraphQLError([f"the API did not answer: {type(error).__name__}"], ["UNAVAILABLE"]) from None
+        finally:
+            record_graphql(time.perf_counter() - started)
         errors = body.get("errors") or []
         if errors or body.get("data") is None:
             raise GraphQLError(

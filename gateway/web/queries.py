@@ -12,12 +12,14 @@ GROUP_SUMMARY = """fragment GroupSummary on ComparisonGroup {
   leader { digest title evidenceLevel primaryMeasurement { statistic display } }
 }"""
 
-# The home page: the operations' names first (the API lists them all), then the groups of one
-# page of operations by ID, so the page's cost does not grow with the number of operations.
-HOME = (
-    """query Home($newest: Int!) {
-  definitions { id name title }
-  runs(first: $newest) { edges { node { ...RunRow environment { gpu { display } } group { id title } } } }
+# The home page asks three things: the operations' names (the API lists them all), the groups
+# of one page of operations by ID (so its cost does not grow with the number of operations), and,
+# meanwhile, the newest runs.
+OPERATION_NAMES = "{ definitions { id name title } }"
+
+NEWEST_RUNS = (
+    """query Newest($first: Int!) {
+  runs(first: $first) { edges { node { ...RunRow environment { gpu { display } } group { id title } } } }
 }
 """
     + RUN_ROW

@@ -1,34 +1,45 @@
-"""The web app as its own process (as behind the federation gateway): the same pages, from
-GraphQL asked over the network; and the home page's paging over many operations."""
+"""The web app as its own process (`kernelindex web`, as behind the federation gateway): the same
+pages, from GraphQL asked over the network; and the home page's paging over many operations."""
 
-import threading
+import subprocess
 import time
 
 import httpx
 import pytest
-import uvicorn
 
 from gateway.embedded import free_port
 from gateway.web import create_web_app
 from store.publish import publish_many
 from tests import factories
+from tests.command import KERNELINDEX, kernelindex
 
 JSON = {"accept": "application/json"}
 
 
 @pytest.fixture
 def web_process(site):
-    """create_web_app pointed at the API server's /graphql over real HTTP, on its own port."""
+    """`kernelindex web` pointed at the API server's /graphql over real HTTP, on its own port."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_web_app(f"{site}/graphql"), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
+    process = subprocess.Popen([KERNELINDEX, "web", "--graphql", f"{site}/graphql", "--port", str(port)], stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read()
+        try:
+            httpx.get(f"{base}/static/site.css", timeout=1)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    yield base
+    process.terminate()
+    assert process.wait(timeout=10) == 0
+
+
+def test_web_refuses_a_bad_endpoint_or_a_taken_port(site):
+    bad = kernelindex("web", "--graphql", "localhost:8000/graphql")
+    assert bad.returncode == 1 and bad.stderr == "error: --graphql: 'localhost:8000/graphql' is not an http(s) URL\n"
+    taken = kernelindex("web", "--graphql", f"{site}/graphql", "--port", site.rsplit(":", 1)[1])
+    assert taken.returncode == 1 and "is already in use" in taken.stderr
 
 
 async def test_a_separate_web_process_serves_the_same_pages(db, site, web_process):

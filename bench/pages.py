@@ -1,0 +1,176 @@
+"""Benchmark: server time and size of the web pages with 10,000 runs loaded.
+
+    python bench/pages.py [--runs 10000] [--group-size 1000] [--iterations 100] [--warmup 10]
+
+Starts SecantusDB (`secantusd-py`) on a temporary directory unless MONGODB_URI is set (then a
+fresh database there, dropped at the end), publishes N synthetic runs: N - G in groups of 25
+(bench/api.py's `make_bundles`) and one comparison group of G runs (default 1,000) of its own
+operation, then starts the real single-process server (`gateway.app.create_app`: the web pages
+mounted beside /graphql, querying it in process) under uvicorn in a child process on 127.0.0.1,
+and requests each page as a browser does (`Accept: text/html`, HTTP keep-alive), one at a time
+after a warm-up:
+
+  /                 every operation's groups and #1s (first page of operations), newest runs
+  /groups/{id}      the G-run group's leaderboard, first page
+  /runs/{digest}    the dossier of a randomly chosen run (a new one each request)
+  /operations/{n}   the big group's operation
+  /compare          two runs of the big group (synthetic runs carry no per-case results)
+
+Server time is the page's `Server-Timing: page;dur=` header (from the request reaching the web
+app to the response starting: its GraphQL round trips and rendering); `graphql;dur=` is the part
+spent waiting for the API's answers (the rest is the web layer's own work); the client's wall
+time over loopback is shown beside them. Size is the HTML body as sent (no compression). Targets: p50 server
+time ≤ 50 ms and ≤ 100 kB for /, the group page and the dossier; exit status 1 when one is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from api import BATCH, make_bundles, percentile, start_uvicorn, stop  # noqa: E402  (bench/api.py)
+from gateway.embedded import EmbeddedServer  # noqa: E402
+from store.client import make_client  # noqa: E402
+from store.publish import publish_many  # noqa: E402
+from store.schema import ensure_schema  # noqa: E402
+from tests import factories  # noqa: E402
+
+TARGET_MS = 50.0
+TARGET_BYTES = 100_000
+TARGETED = ("/", "group page", "dossier")
+BIG_OPERATION = "bench-big-op"
+
+
+def big_group(n: int) -> list:
+    """One comparison group of n runs, best first (so loading moves no existing rank)."""
+    defn = factories.definition(BIG_OPERATION)
+    return [factories.run_bundle(f"big-{i}", score=round(1 - i / (n + 1), 6), latency_ns=20_000 + 37 * i, user=f"big{i}", defn=defn) for i in range(n)]
+
+
+async def load(uri: str, database: str, runs: int, group_size: int, console: Console) -> list[str]:
+    client = make_client(uri)
+    try:
+        db = client[database]
+        await ensure_schema(db)
+        started = time.perf_counter()
+        bundles = big_group(group_size) + make_bundles(runs - group_size)
+        digests: list[str] = []
+        for start in range(0, len(bundles), BATCH):
+            digests += [o.run_digest for o in await publish_many(db, bundles[start : start + BATCH])]
+        groups = await db.comparison_groups.count_documents({})
+        console.print(f"loaded {len(digests):,} runs ({groups} comparison groups) in {time.perf_counter() - started:.1f} s")
+        return digests
+    finally:
+        await client.close()
+
+
+def timings(header: str) -> dict[str, float]:
+    """`page;dur=1.2, graphql;dur=0.9;desc="2 queries"` -> {"page": 1.2, "graphql": 0.9}"""
+    out = {}
+    for metric in header.split(","):
+        name, *params = (part.strip() for part in metric.split(";"))
+        out[name] = next(float(p[4:]) for p in params if p.startswith("dur="))
+    return out
+
+
+def measure(http: httpx.Client, paths, iterations: int, warmup: int):
+    server, api, wall, sizes = [], [], [], []
+    for i in range(warmup + iterations):
+        path = paths() if callable(paths) else paths
+        started = time.perf_counter()
+        response = http.get(path, headers={"accept": "text/html"})
+        elapsed = (time.perf_counter() - started) * 1000
+        if response.status_code != 200:
+            raise SystemExit(f"{path}: HTTP {response.status_code}: {response.text[:300]}")
+        if i >= warmup:
+            timing = timings(response.headers["server-timing"])
+            server.append(timing["page"])
+            api.append(timing["graphql"])
+            wall.append(elapsed)
+            sizes.append(len(response.content))
+    return server, api, wall, sizes
+
+
+def bench(uri: str, database: str, args: argparse.Namespace, console: Console) -> bool:
+    digests = asyncio.run(load(uri, database, args.runs, args.group_size, console))
+    process, base = start_uvicorn(uri, database)  # bench/api.py's child: the real app under uvicorn
+    try:
+        with httpx.Client(base_url=base, timeout=60) as http:
+            groups = http.post("/graphql", json={"query": "query($n: String!) { definition(name: $n) { comparisonGroups { id size } } }", "variables": {"n": BIG_OPERATION}}).json()
+            group = groups["data"]["definition"]["comparisonGroups"][0]
+            assert group["size"] == args.group_size, group
+            big = digests[: args.group_size]
+            rng = random.Random(7)
+            pages = [
+                ("/", "/"),
+                ("group page", f"/groups/{group['id']}"),
+                ("dossier", lambda: f"/runs/{rng.choice(digests)}"),
+                ("operation", f"/operations/{BIG_OPERATION}"),
+                ("compare", lambda: f"/compare?runs={rng.choice(big[1:])},{big[0]}"),
+            ]
+            table = Table(title=f"web pages, {len(digests):,} runs loaded, {args.iterations} requests each (ms; kB = 1,000 bytes)")
+            for column in ("page", "server p50", "p90", "p99", "GraphQL p50", "client p50", "size kB", "target", "met"):
+                table.add_column(column, justify="left" if column in ("page", "target") else "right")
+            met = True
+            for name, path in pages:
+                server, api, wall, sizes = measure(http, path, args.iterations, args.warmup)
+                p50, size = percentile(server, 50), max(sizes)
+                ok = p50 <= TARGET_MS and size <= TARGET_BYTES
+                targeted = name in TARGETED
+                met = met and (ok or not targeted)
+                table.add_row(
+                    name, f"{p50:.1f}", f"{percentile(server, 90):.1f}", f"{percentile(server, 99):.1f}", f"{percentile(api, 50):.1f}", f"{percentile(wall, 50):.1f}",
+                    f"{size / 1000:.1f}" if min(sizes) == size else f"{min(sizes) / 1000:.1f}–{size / 1000:.1f}",
+                    "p50 ≤ 50 ms, ≤ 100 kB" if targeted else "—", ("yes" if ok else "NO") if targeted else "",
+                )
+            console.print(table)
+            return met
+    finally:
+        stop(process)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10_000, help="runs to load in all (default 10000)")
+    parser.add_argument("--group-size", type=int, default=1_000, help="runs in the big group (default 1000)")
+    parser.add_argument("--iterations", type=int, default=100, help="timed requests per page (default 100)")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed requests per page first (default 10)")
+    args = parser.parse_args()
+    console = Console(width=max(Console().width, 120))
+    started = time.perf_counter()
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    database = f"bench_pages_{uuid.uuid4().hex[:8]}"
+    uri = os.environ.get("MONGODB_URI")
+    if uri:
+        met = bench(uri, database, args, console)
+        client = make_client(uri)
+        asyncio.run(client.drop_database(database))
+    else:
+        with tempfile.TemporaryDirectory(prefix="kernelindex-bench-pages-") as tmp:
+            with EmbeddedServer(Path(tmp) / "db", log_path=Path(tmp) / "secantusd.log") as server:
+                met = bench(server.uri, database, args, console)
+    console.print(
+        f"total {time.perf_counter() - started:.0f} s; load average {load_before} at the start, "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end ({os.cpu_count()} CPUs)"
+    )
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
