@@ -111,20 +111,21 @@ def _resolve(entry_point: str) -> Callable:
 PUBLISHED_WITHOUT_COMMIT = frozenset({
     "sha256:5fdf6b1b791fc9276300c6b4fe6f53254c46098098094c2e1376dea4f2f29d54",  # reference
     "sha256:a3531c71d52753b0acd4166bf404cf0ff8a1f975dc3609e4c0f700839d92e448",  # compile
-    "sha256:a9678aa20bce7a6ff31f52748be67cee7e1e3394a8dcf5fb25d4dfb1ebc36d6a",  # ext-streamnorm
 })
 
 _REF_SOURCES = (f"{OP_DIR}/definition.py", f"{OP_DIR}/reference.py")
-# ext-streamnorm imports ext_cluster's argument helpers and includes its CUDA file unchanged.
+_CSRC = f"{OP_DIR}/csrc"
+# Everything ext-streamnorm builds or imports (its NvccLibrary's files and the Python around them).
 _EXT_STREAMNORM_SOURCES = (
     f"{OP_DIR}/definition.py",
     f"{OP_DIR}/checks.py",
     f"{OP_DIR}/nvcc_library.py",
-    f"{OP_DIR}/ext_cluster.py",
-    f"{OP_DIR}/csrc/sm90_ptx.cuh",
-    f"{OP_DIR}/csrc/cluster_sm90.cu",
     f"{OP_DIR}/ext_streamnorm.py",
-    f"{OP_DIR}/csrc/stream_norm_sm90.cu",
+    *(f"{_CSRC}/{name}" for name in (
+        "ext_streamnorm.cu", "stream_norm_sm90.cu", "stream_norm.h", "cluster_gemm_sm90.cu", "cluster_gemm.h",
+        "common/ptx.cuh", "common/sm90.cuh", "common/tensor_map.cuh", "common/pipeline.cuh",
+        "common/epilogue.cuh", "common/launch.cuh",
+    )),
 )
 
 
@@ -173,9 +174,11 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
     "ext-streamnorm": _own_module(
         "ext-streamnorm", "ext_streamnorm", _EXT_STREAMNORM_SOURCES,
         "KernelIndex CUDA, streaming norm kernel + cluster split-K wgmma GEMM",
-        "ext-cluster's GEMM kernel behind a leaner Q/K RMSNorm backward: rows read in memory "
-        "order through a per-warp cp.async ring (two rows per step, two steps in flight), no "
-        "division per row, one row loop for Q and K; about two thirds of the instructions per row.",
+        "A Q/K RMSNorm backward reading rows in memory order through a per-warp cp.async ring "
+        "(two rows per step, two steps in flight, no division per row, one row loop for Q and K), "
+        "then one sm_90a wgmma kernel for dX=G·W and dW=Gᵀ·X, split-K across the CTAs of a "
+        "thread-block cluster with the partial tiles summed through distributed shared memory in "
+        "a fixed order; PDL-chained.",
     ),
 }
 

@@ -58,14 +58,18 @@ class FakeDevice:
 class FakeTensor:
     """Just enough of a tensor for the checks (they read attributes only)."""
 
-    def __init__(self, shape, dtype, device="cuda", contiguous=True):
+    def __init__(self, shape, dtype, device="cuda", contiguous=True, address=4096):
         self.shape = tuple(shape)
+        self.address = address
         self.dtype = f"torch.{dtype}"
         self.device = FakeDevice(device)
         self._contiguous = contiguous
 
     def is_contiguous(self):
         return self._contiguous
+
+    def data_ptr(self):
+        return self.address
 
     def stride(self):
         return (1,) * len(self.shape)
@@ -116,6 +120,11 @@ def test_output_checks():
         check_outputs(bad, 2, 3, FakeDevice("cuda"))
     with pytest.raises(ValueError, match="outputs: expected 6"):
         check_outputs(outs[:5], 2, 3, FakeDevice("cuda"))
+    check_outputs(outs, 2, 3, FakeDevice("cuda"), alignment=16)
+    bad = list(outs)
+    bad[1] = FakeTensor(shapes["grad_q_weight"], "bfloat16", address=4096 + 2)
+    with pytest.raises(ValueError, match="grad_q_weight: output address must be 16-byte aligned"):
+        check_outputs(bad, 2, 3, FakeDevice("cuda"), alignment=16)
 
 
 def test_real_cpu_tensors_are_rejected_by_the_extension_checks():

@@ -1,47 +1,53 @@
-"""ext-streamnorm without a GPU: its CUDA source (which includes ext-cluster's unchanged) compiles
-for sm_90a without spills, the library builds and loads, its planner keeps ext-cluster's GEMM plan
-and sizes its own norm grid for any token count, fused plans and oversized T are refused with a
-clear error, and the registration is its own code identity over ext-cluster's pinned files."""
+"""ext-streamnorm without a GPU: each of its CUDA translation units compiles for sm_90a without
+spills and without serialized wgmma, and none includes another's .cu; the library builds from them,
+loads (the CUDA runtime is linked statically) and plans any token count (the GEMM's plan table,
+the norm kernel's grid); forced plans and modes parse or fail with a clear error; bad arguments
+raise ValueError before anything is built; the registration covers every file it builds."""
 
 from __future__ import annotations
 
-import ctypes
 import math
+import re
 from pathlib import Path
 
 import pytest
 
 from kernels.implementations import get
-from kernels.ops.qkv_qknorm_backward import ext_cluster, ext_streamnorm
-from tests.kernels.sm90 import build_in, compile_sm90a, spill_bytes
+from kernels.ops.qkv_qknorm_backward import ext_streamnorm
+from tests.kernels.sm90 import CSRC, build_in, compile_sm90a, spill_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 SMS = 132
 
 
-def test_stream_norm_source_compiles_for_sm90a_without_spills(tmp_path):
-    spills = spill_bytes(compile_sm90a("stream_norm_sm90.cu", tmp_path))
-    # the stream norm kernel + ext-cluster's 2 GEMM instantiations and 3 (unused) norm kernels
-    assert len(spills) == 6 and max(spills) == 0
+@pytest.mark.parametrize("source, kernels", [("stream_norm_sm90.cu", 1), ("cluster_gemm_sm90.cu", 2)])
+def test_each_kernel_compiles_for_sm90a_without_spills(source, kernels, tmp_path):
+    spills = spill_bytes(compile_sm90a(source, tmp_path))  # (wgmma not serialized)
+    assert len(spills) == kernels and max(spills) == 0
+
+
+def test_no_source_includes_another_cu_file():
+    for path in CSRC.rglob("*"):
+        if path.suffix in (".cu", ".cuh", ".h"):
+            included = re.findall(r'#include\s+"([^"]+)"', path.read_text())
+            assert not [i for i in included if i.endswith(".cu")], path
 
 
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
-    lib = build_in(ext_streamnorm.LIBRARY, tmp_path_factory.mktemp("kbuild"))
-    ext_streamnorm.declare(lib)
-    ext_cluster._declare(lib)  # the included ext-cluster code exports its own planner too
-    return lib
+    return build_in(ext_streamnorm.LIBRARY, tmp_path_factory.mktemp("kbuild"))
 
 
-@pytest.mark.parametrize("tokens", [1, 2, 63, 131, 997, 1024, 2048, 4096, 8192, 8656, 100_003])
-def test_planner_keeps_the_gemm_plan_and_sizes_the_norm_grid(library, tokens):
-    p = ext_streamnorm.plan_with(library, tokens, SMS, (0,) * 6)
-    assert p is not None
-    out = (ctypes.c_longlong * 12)()
-    assert library.kidxc_plan(tokens, SMS, None, out, 12) == 12
-    cluster_plan = dict(zip(ext_cluster.PLAN_FIELDS, list(out)))
-    assert {k: v for k, v in p.items() if k != "norm_blocks"} == \
-        {k: v for k, v in cluster_plan.items() if k != "norm_blocks"}
+@pytest.mark.parametrize("tokens, bm, cluster, sw, sx", [
+    (1, 128, 4, 1, 4), (384, 128, 4, 1, 4), (700, 128, 2, 1, 2), (997, 128, 1, 1, 1),
+    (2048, 256, 4, 2, 1), (4096, 128, 1, 1, 1), (8192, 256, 4, 2, 1), (100_003, 256, 4, 2, 1),
+])
+def test_planner_follows_the_table_and_sizes_the_norm_grid(library, tokens, bm, cluster, sw, sx):
+    p = ext_streamnorm.plan_with(library, tokens, SMS, ext_streamnorm.AUTO)
+    assert (p["bm"], p["cluster"], p["sw"], p["sx"]) == (bm, cluster, sw, sx)
+    assert p["nwt"] == 1536 // bm * 5 and p["nxt"] == math.ceil(tokens / bm) * 5
+    assert p["grid"] == (p["ncw"] + p["ncx"]) * cluster
+    assert p["ncw"] * (cluster // sw) >= p["nwt"] and p["ncx"] * (cluster // sx) >= p["nxt"]
     # 12-warp norm blocks, at most 2 per SM, at least a pair of rows per warp
     rows = 5 * tokens
     assert 1 <= p["norm_blocks"] <= 2 * SMS
@@ -51,24 +57,26 @@ def test_planner_keeps_the_gemm_plan_and_sizes_the_norm_grid(library, tokens):
         assert p["norm_blocks"] > SMS  # large T spreads over every SM
 
 
-def test_forced_plans_fused_modes_and_limits(library):
-    p = ext_streamnorm.plan_with(library, 4096, SMS, (256, 4, 2, 1, 1, 0))
-    assert (p["bm"], p["cluster"], p["sw"], p["sx"], p["x_first"], p["norm_ctas"]) == (256, 4, 2, 1, 1, 0)
-    assert ext_streamnorm.plan_with(library, 4096, SMS, (128, 2, 1, 2, 0, 33)) is None  # fused
-    assert ext_streamnorm.plan_with(library, 1 << 26, SMS, (0,) * 6) is None
-    assert ext_streamnorm.plan_with(library, (1 << 26) - 1, SMS, (0,) * 6) is not None
-    assert ext_streamnorm.plan_with(library, 0, SMS, (0,) * 6) is None
+def test_forced_plans_and_limits(library):
+    p = ext_streamnorm.plan_with(library, 4096, SMS, (256, 4, 2, 1, 1))
+    assert (p["bm"], p["cluster"], p["sw"], p["sx"], p["x_first"]) == (256, 4, 2, 1, 1)
+    assert ext_streamnorm.plan_with(library, 4096, SMS, (192, 4, 2, 1, 0)) is None  # no such tile
+    assert ext_streamnorm.plan_with(library, 4096, SMS, (128, 2, 4, 1, 0)) is None  # sw > cluster
+    assert ext_streamnorm.plan_with(library, 1 << 26, SMS, ext_streamnorm.AUTO) is None
+    assert ext_streamnorm.plan_with(library, (1 << 26) - 1, SMS, ext_streamnorm.AUTO) is not None
+    assert ext_streamnorm.plan_with(library, 0, SMS, ext_streamnorm.AUTO) is None
 
 
 def test_mode_strings():
-    assert ext_streamnorm.parse_mode("auto") == ((0,) * 6, ext_cluster.FLAG_PDL)
-    assert ext_streamnorm.parse_mode("bm128-c4-w1-x4-xf") == ((128, 4, 1, 4, 1, 0), ext_cluster.FLAG_PDL)
-    assert ext_streamnorm.parse_mode("dbg-norm")[1] & ext_cluster.FLAG_NO_GEMM
-    for bad in ("bm256-c2-w2-x1-n48", "bm128-c1-w1-x1-dbg-nofence"):
-        with pytest.raises(ValueError, match="mode: ext-streamnorm has no fused"):
+    assert ext_streamnorm.parse_mode("auto") == ((0,) * 5, ext_streamnorm.FLAG_PDL)
+    assert ext_streamnorm.parse_mode("nopdl") == ((0,) * 5, 0)
+    assert ext_streamnorm.parse_mode("bm128-c4-w1-x4-xf") == ((128, 4, 1, 4, 1), ext_streamnorm.FLAG_PDL)
+    assert ext_streamnorm.parse_mode("dbg-norm")[1] & ext_streamnorm.FLAG_NO_GEMM
+    with pytest.raises(ValueError, match="cannot exceed the cluster size"):
+        ext_streamnorm.parse_mode("bm128-c2-w4-x1")
+    for bad in ("fast", "bm256-c2-w2-x1-n48", "bm128-c3-w1-x1"):
+        with pytest.raises(ValueError, match="mode: expected"):
             ext_streamnorm.parse_mode(bad)
-    with pytest.raises(ValueError, match="mode"):
-        ext_streamnorm.parse_mode("fast")
 
 
 def test_registration_covers_every_file_it_builds_or_imports():
@@ -78,6 +86,12 @@ def test_registration_covers_every_file_it_builds_or_imports():
     assert all((ROOT / s).exists() for s in impl.sources)
     built = {str(p.relative_to(ROOT)) for p in ext_streamnorm.LIBRARY.files()}
     assert built <= set(impl.sources)
+    included = set()
+    for path in ext_streamnorm.LIBRARY.files():
+        for name in re.findall(r'#include\s+"([^"]+)"', path.read_text()):
+            target = (path.parent / name).resolve()
+            included.add(str(target.relative_to(ROOT)) if target.exists() else str((CSRC / name).relative_to(ROOT)))
+    assert included <= built
 
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
@@ -93,7 +107,11 @@ def test_rejects_bad_arguments_before_any_build():
     bad["grad_query"] = bad["grad_query"][:, :3]  # (checks go in input order: shape first)
     with pytest.raises(ValueError, match="grad_query: expected shape"):
         ext_streamnorm.qkv_qknorm_backward(**bad)
-    with pytest.raises(ValueError, match="mode: ext-streamnorm has no fused"):
+    bad = dict(inputs)
+    del bad["k_rstd"]
+    with pytest.raises(ValueError, match="k_rstd: missing"):
+        ext_streamnorm.qkv_qknorm_backward(**bad)
+    with pytest.raises(ValueError, match="mode: expected"):
         ext_streamnorm.qkv_qknorm_backward(mode="bm128-c1-w1-x1-n16", **inputs)
     with pytest.raises(ValueError, match="expected a cuda tensor"):
         ext_streamnorm.qkv_qknorm_backward_out(allocate_outputs(2, 5, "cpu"), **inputs)

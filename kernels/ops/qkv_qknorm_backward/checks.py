@@ -1,5 +1,6 @@
-"""Argument checks for the extension, done in Python before any kernel runs (torch-free: they
-read tensor attributes only, so the CPU tests exercise them)."""
+"""The argument checks of every implementation of this operation, done in Python before any kernel
+runs (torch-free: they read tensor attributes only, so the CPU tests exercise them). A failure is
+a ValueError that names the tensor and the problem."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def check_inputs(inputs: dict[str, Any], device_type: str = "cuda") -> tuple[int
     return b, s
 
 
-def check_outputs(outputs: Any, b: int, s: int, device: Any) -> None:
+def check_outputs(outputs: Any, b: int, s: int, device: Any, alignment: int = 1) -> None:
+    """Destination-passing outputs; `alignment`: the byte alignment the kernels need."""
     if len(outputs) != len(OUTPUTS):
         raise ValueError(f"outputs: expected {len(OUTPUTS)} tensors {list(OUTPUTS)}, got {len(outputs)}")
     shapes = output_shapes(b, s)
@@ -73,6 +75,14 @@ def check_outputs(outputs: Any, b: int, s: int, device: Any) -> None:
             raise ValueError(f"{name}: on {t.device}, but the inputs are on {device}")
         if not t.is_contiguous():
             raise ValueError(f"{name}: must be contiguous, got strides {list(t.stride())}")
+        if alignment > 1 and t.data_ptr() % alignment != 0:
+            raise ValueError(f"{name}: output address must be {alignment}-byte aligned")
+
+
+def aligned_inputs(inputs: dict[str, Any], alignment: int = 16) -> list[Any]:
+    """The inputs in definition order, each copied if its address is not aligned (TMA and 16-byte
+    loads need aligned tensors; a copy is the caller's cost, never a wrong read)."""
+    return [t if t.data_ptr() % alignment == 0 else t.clone() for t in (inputs[n] for n in INPUTS)]
 
 
 assert Q_SIZE == 4 * HEAD_DIM and KV_SIZE == HEAD_DIM

@@ -1,61 +1,39 @@
-"""ext-streamnorm: ext-cluster's cluster split-K GEMM kernel behind a leaner Q/K norm kernel
-(csrc/stream_norm_sm90.cu, which includes csrc/cluster_sm90.cu unchanged; design at the top of
-both files and in kernels/BENCHMARKS.md).
+"""ext-streamnorm: a streaming Q/K norm kernel, then a cluster split-K wgmma GEMM kernel, on sm_90a
+(csrc/stream_norm_sm90.cu, csrc/cluster_gemm_sm90.cu, host API csrc/ext_streamnorm.cu; design at
+the top of each file and in kernels/BENCHMARKS.md).
 
 The norm kernel reads Q and K rows in memory order, two rows per warp step with the next two
-steps' rows in flight through a cp.async ring, and tracks each row's (token, head) without a
-division: about two thirds of ext-cluster's norm instructions per row, and more bytes in flight
-per SM.
+steps' rows in flight through a cp.async ring, and writes GQK = [GQ|GK]; the GEMM kernel computes
+dX = [GQK|GV]·W and dW = [GQK|GV]ᵀ·X, split-K across the CTAs of a cluster with the partial tiles
+summed through distributed shared memory, chained to the norm kernel by programmatic dependent
+launch.
 
 Entry points (arguments are checked in Python before any kernel runs; ValueError names the tensor):
   qkv_qknorm_backward(**inputs, mode="auto") -> the six outputs (definition order)
   qkv_qknorm_backward_out(outputs, **inputs, mode="auto") -> None (destination passing)
 
-Modes: "auto" (ext-cluster's plan table), a forced GEMM plan "bm{128|256}-c{C}-w{sw}-x{sx}[-xf]"
-(as in ext-cluster; its fused "-nN" plans are not offered), "nopdl"; "dbg-gemm" (no norm kernel)
-and "dbg-norm" (no GEMM kernel) time the parts: their results are WRONG.
+Modes: "auto" (the plan table measured on the H200), a forced GEMM plan
+"bm{128|256}-c{C}-w{sw}-x{sx}[-xf]" (tile rows, cluster size, CTAs per dW tile, per dX tile, C, sw,
+sx in 1, 2, 4, 8; -xf launches the dX tiles first), "nopdl"; "dbg-gemm" (no norm kernel) and
+"dbg-norm" (no GEMM kernel) time the parts: their results are WRONG.
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
-from pathlib import Path
+import re
 from typing import Any
 
-from kernels.ops.qkv_qknorm_backward import ext_cluster
-from kernels.ops.qkv_qknorm_backward.checks import check_inputs, check_outputs
-from kernels.ops.qkv_qknorm_backward.definition import OUTPUT_NAMES
-from kernels.ops.qkv_qknorm_backward.nvcc_library import NvccLibrary
+from kernels.ops.qkv_qknorm_backward.checks import aligned_inputs, check_inputs, check_outputs
+from kernels.ops.qkv_qknorm_backward.nvcc_library import CSRC, NvccLibrary
 
-CSRC = Path(__file__).resolve().parent / "csrc"
-LIBRARY = NvccLibrary("kidx_streamnorm", CSRC / "stream_norm_sm90.cu",
-                      (CSRC / "cluster_sm90.cu", CSRC / "sm90_ptx.cuh"))
-PLAN_FIELDS = ext_cluster.PLAN_FIELDS
+PLAN_FIELDS = ("bm", "cluster", "sw", "sx", "x_first", "grid", "ncw", "ncx", "nwt", "nxt", "norm_blocks")
+QK_COLS = 1280
 MAX_TOKENS = (1 << 26) - 1  # the norm kernel indexes its 5T rows of 32 uint4 in int
-
-_lock = threading.Lock()
-_lib = None
-_plans: dict[tuple, dict[str, int]] = {}
-
-
-def load(verbose: bool = False):
-    """Build (or reuse) the library and return it (ctypes.CDLL)."""
-    global _lib
-    with _lock:
-        if _lib is not None:
-            return _lib
-        import torch
-
-        if not torch.cuda.is_available():
-            raise RuntimeError("ext-streamnorm needs a CUDA device")
-        major, minor = torch.cuda.get_device_capability()
-        if (major, minor) != (9, 0):
-            raise RuntimeError(f"ext-streamnorm is built for sm_90a; this device is sm_{major}{minor}")
-        lib = LIBRARY.open(verbose)
-        declare(lib)
-        _lib = lib
-        return lib
+FLAG_PDL, FLAG_NO_NORM, FLAG_NO_GEMM = 1, 2, 4
+DEBUG_MODES = {"dbg-gemm": FLAG_PDL | FLAG_NO_NORM, "dbg-norm": FLAG_PDL | FLAG_NO_GEMM}
+AUTO = (0, 0, 0, 0, 0)
+_FORCED = re.compile(r"bm(128|256)-c([1248])-w([1248])-x([1248])(-xf)?")
 
 
 def declare(lib) -> None:
@@ -64,22 +42,51 @@ def declare(lib) -> None:
     lib.kidxs_plan.restype = ctypes.c_int
     lib.kidxs_launch.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int, ctypes.c_void_p]
     lib.kidxs_launch.restype = ctypes.c_int
-    lib.kidxc_error.argtypes = [ctypes.c_int]
-    lib.kidxc_error.restype = ctypes.c_char_p
+    lib.kidxs_error.argtypes = [ctypes.c_int]
+    lib.kidxs_error.restype = ctypes.c_char_p
+
+
+LIBRARY = NvccLibrary(
+    "kidx_streamnorm",
+    (CSRC / "stream_norm_sm90.cu", CSRC / "cluster_gemm_sm90.cu", CSRC / "ext_streamnorm.cu"),
+    tuple(CSRC / h for h in ("stream_norm.h", "cluster_gemm.h", "common/ptx.cuh", "common/sm90.cuh",
+                             "common/tensor_map.cuh", "common/pipeline.cuh", "common/epilogue.cuh",
+                             "common/launch.cuh")),
+    architectures=("sm_90",),
+    declare=declare,
+)
+
+_plans: dict[tuple, dict[str, int]] = {}
+_sms: dict[int, int] = {}
+
+
+def load(verbose: bool = False):
+    """Build (or reuse) the library and return it (ctypes.CDLL)."""
+    return LIBRARY.load(verbose)
 
 
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
-    """mode -> (forced GEMM plan {bm, cluster, sw, sx, x_first, 0}, all zero for the planner's; flags)."""
-    forced, flags = ext_cluster.parse_mode(mode)
-    if forced[5] or flags & (ext_cluster.FLAG_NO_FENCE | ext_cluster.FLAG_NORM_ONLY):
-        raise ValueError(f"mode: ext-streamnorm has no fused ('-n<N>') or '-dbg-' plans, got {mode!r}")
-    return forced, flags
+    """mode -> (forced GEMM plan {bm, cluster, sw, sx, x_first}, all zero for the planner's; flags)."""
+    if mode == "auto":
+        return AUTO, FLAG_PDL
+    if mode == "nopdl":
+        return AUTO, 0
+    if mode in DEBUG_MODES:
+        return AUTO, DEBUG_MODES[mode]
+    m = _FORCED.fullmatch(mode)
+    if m is None:
+        raise ValueError(f"mode: expected 'auto', 'nopdl', 'dbg-gemm', 'dbg-norm' or "
+                         f"'bm<128|256>-c<C>-w<sw>-x<sx>[-xf]' (C, sw, sx in 1, 2, 4, 8), got {mode!r}")
+    bm, cl, sw, sx = (int(g) for g in m.groups()[:4])
+    if sw > cl or sx > cl:
+        raise ValueError(f"mode: the CTAs per tile (w{sw}, x{sx}) cannot exceed the cluster size c{cl}")
+    return (bm, cl, sw, sx, 1 if m.group(5) else 0), FLAG_PDL
 
 
 def plan_with(lib, tokens: int, num_sms: int, forced: tuple[int, ...]) -> dict[str, int] | None:
     """kidxs_plan through an opened library: the plan's fields, or None for bad arguments."""
     out = (ctypes.c_longlong * len(PLAN_FIELDS))()
-    f = (ctypes.c_int * 6)(*forced)
+    f = (ctypes.c_int * len(AUTO))(*forced)
     if lib.kidxs_plan(int(tokens), int(num_sms), f, out, len(PLAN_FIELDS)) != len(PLAN_FIELDS):
         return None
     return dict(zip(PLAN_FIELDS, list(out)))
@@ -97,6 +104,15 @@ def plan(tokens: int, num_sms: int = 132, mode: str = "auto") -> dict[str, int]:
     return _plans[key]
 
 
+def _num_sms(device) -> int:
+    import torch
+
+    idx = device.index if device.index is not None else torch.cuda.current_device()
+    if idx not in _sms:
+        _sms[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
+    return _sms[idx]
+
+
 def _launch(ins: list[Any], outs: tuple, b: int, s: int, mode: str, timelines: tuple = ()) -> None:
     import torch
 
@@ -106,18 +122,18 @@ def _launch(ins: list[Any], outs: tuple, b: int, s: int, mode: str, timelines: t
     lib = load()
     device = ins[3].device
     with torch.cuda.device(device):
-        sms = ext_cluster._num_sms(device)
+        sms = _num_sms(device)
         pl = plan(b * s, sms, mode)
-        gqk = torch.empty((b * s, ext_cluster.QK_COLS), dtype=torch.bfloat16, device=device)
+        gqk = torch.empty((b * s, QK_COLS), dtype=torch.bfloat16, device=device)
         partials = torch.empty((pl["norm_blocks"], 512), dtype=torch.float32, device=device)
         args = [t.data_ptr() for t in ins] + [t.data_ptr() for t in outs]
-        args += [gqk.data_ptr(), partials.data_ptr(), b, s, sms, *forced, flags, 0]
+        args += [gqk.data_ptr(), partials.data_ptr(), b, s, sms, *forced, flags]
         args += [t.data_ptr() for t in timelines]
         arr = (ctypes.c_ulonglong * len(args))(*args)
         stream = torch.cuda.current_stream(device).cuda_stream
         rc = lib.kidxs_launch(arr, len(args), ctypes.c_void_p(stream))
         if rc != 0:
-            raise RuntimeError(f"ext-streamnorm launch failed: {lib.kidxc_error(rc).decode()}")
+            raise RuntimeError(f"ext-streamnorm launch failed: {lib.kidxs_error(rc).decode()}")
         # gqk and partials go back to torch's caching allocator, stream-ordered: the next
         # allocation on this stream reuses them only after these kernels have finished.
 
@@ -135,30 +151,27 @@ def qkv_qknorm_backward(*, mode: str = "auto", **inputs):
     parse_mode(mode)
     b, s = check_inputs(inputs, "cuda")
     outs = _new_outputs(inputs["hidden_states"])
-    _launch(ext_cluster._aligned(inputs), outs, b, s, mode)
+    _launch(aligned_inputs(inputs), outs, b, s, mode)
     return outs
 
 
 def qkv_qknorm_backward_out(outputs, *, mode: str = "auto", **inputs) -> None:
     parse_mode(mode)
     b, s = check_inputs(inputs, "cuda")
-    check_outputs(outputs, b, s, inputs["hidden_states"].device)
-    for name, t in zip(OUTPUT_NAMES, outputs):
-        if t.data_ptr() % 16 != 0:
-            raise ValueError(f"{name}: output address must be 16-byte aligned")
-    _launch(ext_cluster._aligned(inputs), tuple(outputs), b, s, mode)
+    check_outputs(outputs, b, s, inputs["hidden_states"].device, alignment=16)
+    _launch(aligned_inputs(inputs), tuple(outputs), b, s, mode)
 
 
 def timeline(*, mode: str = "auto", **inputs):
-    """Debugging: one call with globaltimer stamps, as ext_cluster.timeline (norm [blocks, 4],
-    gemm [grid, 12])."""
+    """Debugging: one call with globaltimer stamps; returns (outputs, norm [blocks, 4] int64:
+    entry, exit, SM; gemm [grid, 12] int64: see csrc/cluster_gemm.h; 0 = not reached)."""
     b, s = check_inputs(inputs, "cuda")
     import torch
 
     hs = inputs["hidden_states"]
-    pl = plan(b * s, ext_cluster._num_sms(hs.device), mode)
+    pl = plan(b * s, _num_sms(hs.device), mode)
     norm_tl = torch.zeros((pl["norm_blocks"], 4), dtype=torch.int64, device=hs.device)
     gemm_tl = torch.zeros((pl["grid"], 12), dtype=torch.int64, device=hs.device)
     outs = _new_outputs(hs)
-    _launch(ext_cluster._aligned(inputs), outs, b, s, mode, (norm_tl, gemm_tl))
+    _launch(aligned_inputs(inputs), outs, b, s, mode, (norm_tl, gemm_tl))
     return outs, norm_tl, gemm_tl

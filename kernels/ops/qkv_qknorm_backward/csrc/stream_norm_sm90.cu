@@ -1,8 +1,9 @@
-// ext-streamnorm: ext-cluster's GEMM kernel behind a leaner Q/K norm kernel.
+// The Q/K RMSNorm backward of 051 (ext-streamnorm's norm kernel), reading rows in memory order.
 //
-// ext-cluster's norm kernel is bound by instruction issue: its loop has ~255 SASS instructions
-// per (token, head) row (a division by S and by T for every row, a selection between the Q and
-// the K weights for every element, values unpacked from bf16 three times). With 16 warps per SM
+// ext-cluster's norm kernel (in git: csrc/cluster_sm90.cu at a1f895f) is bound by instruction
+// issue: its loop has ~255 SASS instructions per (token, head) row (a division by S and by T for
+// every row, a selection between the Q and the K weights for every element, values unpacked from
+// bf16 three times). With 16 warps per SM
 // issuing about 2.3 instructions per clock, that is ~17 µs of issue at T = 8192, while its 63 MB
 // of traffic needs ~15 µs at 4.2 TB/s (Nsight Compute measured 21.4 µs, 2.34 TB/s).
 //
@@ -19,40 +20,31 @@
 //   are in flight while a step is computed, and the bytes in flight cost no registers.
 // The loop has ~165 SASS instructions per row (330 per two-row step), about two thirds of
 // ext-cluster's. Measured on the H200 (kernels/BENCHMARKS.md): 17.4 µs at T = 8192, 2.72 TB/s.
-// The GEMM kernel (cluster_sm90.cu, included unchanged: it is the pinned code of ext-cluster)
-// reads GQK and the per-block norm-weight partials exactly as before.
 //
-// Host API (extern "C", for ctypes): kidxs_plan, kidxs_launch (same argument layout as
-// kidxc_launch; fused plans are not offered), kidxc_error.
-#include "cluster_sm90.cu"
+// Launched just before the GEMM kernel (cluster_gemm.h), which reads GQK and the partials.
+#include "stream_norm.h"
 
-namespace kidxs {
+#include <stdint.h>
 
-using namespace kidx;
-using namespace kidxc;
+#include <algorithm>
 
+#include "common/launch.cuh"
+#include "common/ptx.cuh"
+#include "common/sm90.cuh"
+
+namespace kidx {
+namespace norm {
 namespace {
 
+constexpr int kD = 256;
 constexpr int kWarps = 12;                  // warps per norm block
 constexpr int kNormThreadsS = kWarps * 32;  // 384
 constexpr int kBlocksPerSm = 2;             // 24 warps per SM: ≤ 85 registers per thread
 constexpr int kRowU4 = kD / 8;              // 32 uint4 per 256-value bf16 row
-constexpr int kOutRowU4 = kQK / 8;          // 160 uint4 per GQK row
+constexpr int kOutRowU4 = 1280 / 8;         // 160 uint4 per GQK row
 
-struct StreamNormArgs {
-  const uint4* gq;  // grad_query [4T rows]
-  const uint4* xq;  // q_normed
-  const float* rq;  // q_rstd [4T]
-  const uint4* gk;  // grad_key [T rows]
-  const uint4* xk;  // k_normed
-  const float* rk;  // k_rstd [T]
-  const uint4* wq;  // q_norm_weight [256]
-  const uint4* wk;  // k_norm_weight [256]
-  uint4* gqk;       // GQK [T,1280] out
-  float* partials;  // [blocks,512] out: Σ g·x̂ of the block (q dims 0..255, k dims 256..511)
-  int seq, tokens;
-  int chunk;        // rows per warp
-  unsigned long long* timeline;  // debug: [blocks][4] entry, exit, SM; or null
+struct StreamNormArgs : Operands {
+  int chunk;  // rows per warp
 };
 
 // One tensor's rows in memory order: row (b·H + h)·S + s of g, x and rstd is token b·S + s,
@@ -72,18 +64,6 @@ constexpr int kStages = 3;
 constexpr int kSlotBytes = 2 * 2 * kD * 2 + 16;  // g[2], x[2] (512 B each), rstd[2] (+ pad)
 constexpr int kWarpRingBytes = kStages * kSlotBytes;
 constexpr int kSmemBytes = kWarps * kWarpRingBytes + kWarps * 2 * kD * 4;  // rings + partials
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
 
 // Issue the copies of rows r, r + 1 into a slot (a missing second row copies the last one again;
 // no copies past r1); always one commit group.
@@ -236,157 +216,32 @@ __global__ void __launch_bounds__(kNormThreadsS, kBlocksPerSm) stream_norm_kerne
   if (a.timeline != nullptr && threadIdx.x == 0) a.timeline[4 * blockIdx.x + 1] = globaltimer();
 }
 
+
 // Rows per warp and blocks: the 5T rows spread evenly over every warp of kBlocksPerSm blocks per
 // SM (any chunk: a run may end on a single row), at least a pair per warp (small T then uses fewer
 // blocks, leaving SMs to the GEMM's prologue). An SM with one block finishes early, so the grid
 // fills the slots as evenly as the row count allows.
-struct StreamShape {
-  int chunk, grid;
-};
+}  // namespace
 
-StreamShape stream_shape(int tokens, int num_sms) {
+Shape shape(int tokens, int num_sms) {
   const int64_t rows = 5LL * tokens;
   const int64_t warps = static_cast<int64_t>(num_sms) * kBlocksPerSm * kWarps;
   const int64_t chunk = std::max<int64_t>(2, (rows + warps - 1) / warps);
-  StreamShape s;
+  Shape s;
   s.chunk = static_cast<int>(chunk);
   s.grid = static_cast<int>((rows + chunk * kWarps - 1) / (chunk * kWarps));
   return s;
 }
 
-// The norm kernel's dynamic shared-memory limit, raised once per device.
-cudaError_t ensure_norm_smem_attr() {
-  static std::mutex mu;
-  static std::map<int, bool> done;
-  int dev = 0;
-  cudaError_t err = cudaGetDevice(&dev);
+cudaError_t launch(const Shape& shape, const Operands& ops, cudaStream_t stream) {
+  StreamNormArgs a;
+  static_cast<Operands&>(a) = ops;
+  a.chunk = shape.chunk;
+  const cudaError_t err = allow_dynamic_smem(reinterpret_cast<const void*>(stream_norm_kernel), kSmemBytes);
   if (err != cudaSuccess) return err;
-  std::lock_guard<std::mutex> lock(mu);
-  if (done.count(dev)) return cudaSuccess;
-  err = cudaFuncSetAttribute(stream_norm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
-  if (err == cudaSuccess) done[dev] = true;
-  return err;
-}
-
-bool valid_forced_two_kernel(const int* f) { return valid_forced(f) && (f == nullptr || f[0] == 0 || f[5] == 0); }
-
-}  // namespace
-}  // namespace kidxs
-
-extern "C" {
-
-// As kidxc_plan (same 12 outputs; T < 2^26), with norm blocks = the stream norm kernel's grid; forced plans
-// must not ask for fused mode (norm CTAs 0).
-int kidxs_plan(long long tokens, int num_sms, const int* forced, long long* out, int nout) {
-  using namespace kidxs;
-  if (tokens >= (1LL << 26) || !valid_forced_two_kernel(forced)) return -1;
-  const int n = kidxc_plan(tokens, num_sms, forced, out, nout);
-  if (n < 12) return n;
-  out[10] = stream_shape(static_cast<int>(tokens), num_sms).grid;
-  return n;
-}
-
-// The argument layout of kidxc_launch (see there); flags bit 0 PDL, bit 1 skip the norm kernel,
-// bit 2 skip the GEMM kernel (debug, results wrong). Returns a cudaError_t value (0 = success),
-// -1 when a tensor map could not be encoded, -2 for bad arguments.
-int kidxs_launch(const unsigned long long* a, int n, void* stream_ptr) {
-  using namespace kidxs;
-  if (n < 32) return -2;
-  cudaStream_t stream = reinterpret_cast<cudaStream_t>(stream_ptr);
-  auto bf = [&](int i) { return reinterpret_cast<__nv_bfloat16*>(a[i]); };
-  auto u4 = [&](int i) { return reinterpret_cast<const uint4*>(a[i]); };
-  const int batch = static_cast<int>(a[21]);
-  const int seq = static_cast<int>(a[22]);
-  const int sms = static_cast<int>(a[23]);
-  int forced[6];
-  for (int i = 0; i < 6; ++i) forced[i] = static_cast<int>(a[24 + i]);
-  const int flags = static_cast<int>(a[30]);
-  const int64_t tokens = static_cast<int64_t>(batch) * seq;
-  // 5T rows of 32 uint4 are indexed in int: T < 2^26 keeps 5T·32 in range.
-  if (batch < 1 || seq < 1 || tokens >= (1LL << 26) || sms < 1 || !valid_forced_two_kernel(forced)) return -2;
-  const Plan plan = make_plan(static_cast<int>(tokens), sms, forced);
-  const StreamShape shape = stream_shape(static_cast<int>(tokens), sms);
-  const bool run_norm = !(flags & 2);
-  const bool run_gemm = !(flags & 4);
-
-  CUtensorMap tm_g, tm_v, tm_x, tm_wq, tm_wk, tm_wv, tm_dx, tm_dwq, tm_dwk, tm_dwv;
-  if (!make_map(&tm_g, bf(19), tokens, kQK, kQK) || !make_map(&tm_v, bf(2), tokens, kD, kD) ||
-      !make_map(&tm_x, bf(3), tokens, kHidden, kHidden) || !make_map(&tm_wq, bf(4), 1024, kHidden, kHidden) ||
-      !make_map(&tm_wk, bf(5), 256, kHidden, kHidden) || !make_map(&tm_wv, bf(6), 256, kHidden, kHidden) ||
-      !make_map(&tm_dx, bf(13), tokens, kHidden, kHidden) || !make_map(&tm_dwq, bf(14), 1024, kHidden, kHidden) ||
-      !make_map(&tm_dwk, bf(15), 256, kHidden, kHidden) || !make_map(&tm_dwv, bf(16), 256, kHidden, kHidden))
-    return -1;
-  if (run_norm) {
-    StreamNormArgs na;
-    na.gq = u4(0);
-    na.gk = u4(1);
-    na.xq = u4(11);
-    na.xk = u4(12);
-    na.wq = u4(7);
-    na.wk = u4(8);
-    na.rq = reinterpret_cast<const float*>(a[9]);
-    na.rk = reinterpret_cast<const float*>(a[10]);
-    na.gqk = reinterpret_cast<uint4*>(a[19]);
-    na.partials = reinterpret_cast<float*>(a[20]);
-    na.seq = seq;
-    na.tokens = static_cast<int>(tokens);
-    na.chunk = shape.chunk;
-    na.timeline = n > 32 ? reinterpret_cast<unsigned long long*>(a[32]) : nullptr;
-    const cudaError_t attr_err = ensure_norm_smem_attr();
-    if (attr_err != cudaSuccess) return attr_err;
-    stream_norm_kernel<<<shape.grid, kNormThreadsS, kSmemBytes, stream>>>(na);
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-  }
-  if (!run_gemm) return 0;
-
-  Params p{};
-  p.dx = bf(13);
-  p.dwq = bf(14);
-  p.dwk = bf(15);
-  p.dwv = bf(16);
-  p.norm_partials = reinterpret_cast<const float*>(a[20]);
-  p.norm_parts = run_norm ? shape.grid : 0;
-  p.dq_norm = reinterpret_cast<float*>(a[17]);
-  p.dk_norm = reinterpret_cast<float*>(a[18]);
-  p.tokens = static_cast<int>(tokens);
-  p.kbw = plan.kbw;
-  p.cl = plan.cl;
-  p.sw = plan.sw;
-  p.sx = plan.sx;
-  p.nwt = plan.nwt;
-  p.nxt = plan.nxt;
-  p.ncw = plan.ncw;
-  p.ncx = plan.ncx;
-  p.x_first = plan.x_first;
-  p.timeline = n > 33 ? reinterpret_cast<unsigned long long*>(a[33]) : nullptr;
-  p.norm_ctas = 0;
-  p.flags = nullptr;
-
-  cudaError_t err = ensure_smem_attr(plan.bm);
-  if (err != cudaSuccess) return err;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(plan.grid);
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem_bytes(plan.bm);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = plan.cl;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = (flags & 1) && run_norm ? 2 : 1;
-  if (plan.bm == 128)
-    err = cudaLaunchKernelEx(&cfg, cluster_gemm_kernel<64>, tm_g, tm_v, tm_x, tm_wq, tm_wk, tm_wv, tm_dx, tm_dwq,
-                             tm_dwk, tm_dwv, p);
-  else
-    err = cudaLaunchKernelEx(&cfg, cluster_gemm_kernel<128>, tm_g, tm_v, tm_x, tm_wq, tm_wk, tm_wv, tm_dx, tm_dwq,
-                             tm_dwk, tm_dwv, p);
-  if (err != cudaSuccess) return err;
+  stream_norm_kernel<<<shape.grid, kNormThreadsS, kSmemBytes, stream>>>(a);
   return cudaGetLastError();
 }
 
-}  // extern "C"
+}  // namespace norm
+}  // namespace kidx
