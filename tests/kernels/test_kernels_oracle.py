@@ -1,4 +1,4 @@
-"""The GPU development checkers' comparison with the fp32 oracle (kernels/bench/oracle.py), on CPU."""
+"""The GPU development check's comparison with the fp32 oracle (lab/qkv_qknorm_backward/oracle.py), on CPU."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
 
-from kernels.bench.oracle import check
-from kernels.harness.correctness import Tolerance
-from kernels.ops.qkv_qknorm_backward.inputs import make_inputs
-from kernels.ops.qkv_qknorm_backward.reference import reference, reference_fp32
+from kernels.harness.correctness import Tolerance  # noqa: E402
+from kernels.ops.qkv_qknorm_backward.inputs import make_inputs  # noqa: E402
+from kernels.ops.qkv_qknorm_backward.reference import reference, reference_fp32  # noqa: E402
+from lab.qkv_qknorm_backward.oracle import check  # noqa: E402
 
 
 def test_reference_passes_and_a_wrong_tile_is_caught_by_the_relative_error():

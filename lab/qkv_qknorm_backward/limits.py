@@ -2,7 +2,7 @@
 case, timed exactly as the harness times an implementation (CUDA graph replay between events, L2
 flushed before each sample, median of N):
 
-  python kernels/bench/limits.py OUT.json [--samples 50] [--impls ext-streamnorm,ext-streamk]
+  python lab/qkv_qknorm_backward/limits.py OUT.json [--samples 50] [--impls ext-streamnorm]
 
 Columns:
 - floor: a graph holding one tiny kernel (a 1-element add): the protocol's floor for any graph;

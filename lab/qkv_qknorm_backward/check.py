@@ -1,11 +1,11 @@
-"""Development check and plan sweep of ext-cluster or ext-streamnorm on the GPU (run in its own
-process, under a timeout):
+"""Development check and plan sweep of ext-streamnorm on the GPU (run in its own process, under a
+timeout), from the repository root:
 
-  python kernels/bench/cluster_check.py OUT.json [--module ext_streamnorm] [--samples N] [--sweep]
-      [--modes auto,dbg-gemm,ext_cluster:auto,...]
+  python lab/qkv_qknorm_backward/check.py OUT.json [--module ext_streamnorm] [--samples N] [--sweep]
+      [--modes auto,dbg-gemm,...] [--check-modes m1,m2] [--timeline auto]
 
---module picks the implementation module checked and swept (default ext_cluster); a timed mode
-may name another module ("ext_cluster:auto") for a side-by-side comparison.
+--module picks the implementation module checked and swept; a timed mode may name another module
+("other_module:auto") for a side-by-side comparison.
 
 1. Correctness of mode "auto", both entry points, 2 rounds each, fresh seeded inputs, NaN-poisoned
    outputs, on odd shapes and the 16 cases: the harness comparator plus the relative L2 error of
@@ -25,11 +25,9 @@ import sys
 import time
 
 
-def sweep_modes(tokens: int = 0, fused: bool = True) -> list[str]:
+def sweep_modes(tokens: int = 0) -> list[str]:
+    """Every forced GEMM plan (the same at any T)."""
     modes = []
-    if fused and tokens >= 2048:  # fused mode: GEMM tiles without dW splits, N norm CTAs
-        for bm, n in itertools.product((128, 256), (16, 24, 32, 48, 64)):
-            modes += [f"bm{bm}-c1-w1-x1-n{n}", f"bm{bm}-c2-w1-x2-n{n}"]
     for bm, cl in itertools.product((128, 256), (1, 2, 4, 8)):
         for sw, sx in itertools.product((1, 2, 4, 8), repeat=2):
             if sw <= cl and sx <= cl:
@@ -42,7 +40,7 @@ def summarize_timeline(ntl, gtl) -> dict:
     """min/median/max µs after the first stamp, per phase; dW and dX CTAs apart."""
     import torch
 
-    gtl = gtl[gtl[:, 0] > 0]  # fused mode: the norm CTAs leave their GEMM rows empty
+    gtl = gtl[gtl[:, 0] > 0]  # CTAs that never ran leave their rows empty
     starts = [x for x in (ntl[:, 0], gtl[:, 0]) if len(x)]
     t0 = int(torch.cat(starts)[torch.cat(starts) > 0].min())
 
@@ -83,7 +81,7 @@ def main() -> int:
 
     import torch
 
-    from kernels.bench.oracle import (
+    from oracle import (  # beside this script
         ODD_SHAPES,
         check_entry_points,
         entry_line,
@@ -92,12 +90,12 @@ def main() -> int:
         sweep_cases,
         time_cases,
     )
-    from kernels.bench.oracle import check as oracle_check
+    from oracle import check as oracle_check
     from kernels.harness import timing
     from kernels.harness.correctness import Tolerance
     from kernels.ops.qkv_qknorm_backward import definition as d
 
-    module = argv[argv.index("--module") + 1] if "--module" in argv else "ext_cluster"
+    module = argv[argv.index("--module") + 1] if "--module" in argv else "ext_streamnorm"
     e = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{module}")
     from kernels.ops.qkv_qknorm_backward.inputs import allocate_outputs, make_inputs
     from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
@@ -122,7 +120,7 @@ def main() -> int:
             break
 
     if result["ok"] and "--check-modes" in argv:
-        # Forced plans (fused mode among them) on the odd shapes and the 16 cases, one round each.
+        # Forced plans on the odd shapes and the 16 cases, one round each.
         for m in argv[argv.index("--check-modes") + 1].split(","):
             bad = []
             for i, (b, s) in enumerate(odd + list(d.CASE_SHAPES)):
@@ -145,7 +143,7 @@ def main() -> int:
 
     flush = timing.L2Flush()
     if result["ok"] and "--sweep" in argv:
-        for t, row in sweep_cases(e, lambda t: sweep_modes(t, fused=module == "ext_cluster"), sms, tol, flush):
+        for t, row in sweep_cases(e, sweep_modes, sms, tol, flush):
             result["sweep"][str(t)] = row
             result["ok"] = result["ok"] and not any("error" in v for v in row.values())
             good = sorted((v["median"], k) for k, v in row.items() if "median" in v)

@@ -1,5 +1,5 @@
-"""What the GPU development checkers (dev_check, fused_check, cluster_check) share: the odd shapes
-they try beside the 16 cases, and the comparison of one call's outputs with the fp32 oracle."""
+"""What the GPU development checks (check.py) and tests share: the odd shapes tried beside the 16
+cases, and the comparison of one call's outputs with the fp32 oracle."""
 
 from __future__ import annotations
 

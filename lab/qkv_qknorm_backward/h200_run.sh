@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# One device call for ext-cluster (or MODULE=ext_streamnorm; MODULE=ext_streamk CHECK=kernels/bench/streamk_check.py): a smoke launch under a short timeout (a hung cluster barrier
-# costs 45 s, not the whole call), then kernels/bench/cluster_check.py (correctness on odd shapes
-# and the 16 cases; optional plan sweep; mode timings), then optionally the harness CLI.
+# One device call for ext-streamnorm (or MODULE=...): a smoke launch under a short timeout (a hung
+# cluster barrier costs 45 s, not the whole call), then check.py (correctness on odd shapes and the
+# 16 cases; optional plan sweep; mode timings), then optionally the harness CLI.
 # Usage (repository root, on the GPU machine, pydantic/rfc8785 importable):
-#   bash kernels/bench/cluster_h200_run.sh OUTDIR "CLI_IMPLS or -" [CLUSTER_CHECK_ARGS...]
-# Libraries prebuilt here (ext_cluster.LIBRARY.build(), ext_streamnorm.LIBRARY.build()) under
-# build/kidx_build/ are copied into the build directory first, so nothing needs nvcc on the device.
+#   bash lab/qkv_qknorm_backward/h200_run.sh OUTDIR "CLI_IMPLS or -" [CHECK_ARGS...]
+# Libraries prebuilt here (ext_streamnorm.LIBRARY.build() with KERNELINDEX_BUILD_DIR=build/kidx_build)
+# are copied into the build directory first, so nothing needs nvcc on the device.
 set -u
 OUT=${1:?out dir}
 CLI_IMPLS=${2:--}
@@ -14,10 +14,9 @@ mkdir -p "$OUT"
 export KERNELINDEX_BUILD_DIR=/tmp/kbuild MAX_JOBS=16 TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
-MODULE=${MODULE:-ext_cluster}
+MODULE=${MODULE:-ext_streamnorm}
 export MODULE
 mkdir -p /tmp/kbuild && cp -r build/kidx_build/. /tmp/kbuild/ 2>/dev/null
-case ",$CLI_IMPLS," in *,ext,*|*,ext-wgmma*) (timeout 300 python3 -c "from kernels.ops.qkv_qknorm_backward import ext; ext.load()" > "$OUT/ext_build.log" 2>&1; echo "ext build rc=$?" >> "$OUT/ext_build.log") & ;; esac
 timeout 45 python3 - <<'PY'
 import torch
 import importlib, os
@@ -33,17 +32,12 @@ for b, s in [(1, 131), (1, 1024)]:
     print("smoke", b * s, e.plan(b * s, 132), ["%.1e" % x for x in rel], flush=True)
 PY
 echo "smoke rc=$? at $(( $(date +%s) - t0 )) s"
-# CHECK=kernels/bench/streamk_check.py for ext_streamk (its own plans; no --module)
-CHECK=${CHECK:-kernels/bench/cluster_check.py}
-if [ "$CHECK" = kernels/bench/cluster_check.py ]; then set -- --module "$MODULE" "$@"; fi
-timeout ${CHECK_TIMEOUT:-330} python3 "$CHECK" "$OUT/cluster_check.json" "$@" > "$OUT/cluster_check.log" 2>&1
+timeout ${CHECK_TIMEOUT:-330} python3 lab/qkv_qknorm_backward/check.py "$OUT/check.json" --module "$MODULE" "$@" > "$OUT/check.log" 2>&1
 rc=$?
-echo "cluster_check rc=$rc at $(( $(date +%s) - t0 )) s"
-grep -vE "passed=True det=True" "$OUT/cluster_check.log" | tail -n 60 | cut -c1-330
-grep -cE "passed=True det=True" "$OUT/cluster_check.log" | sed 's/^/shapes passed: /'
-wait
+echo "check rc=$rc at $(( $(date +%s) - t0 )) s"
+grep -vE "passed=True det=True" "$OUT/check.log" | tail -n 60 | cut -c1-330
+grep -cE "passed=True det=True" "$OUT/check.log" | sed 's/^/shapes passed: /'
 if [ "$CLI_IMPLS" != "-" ] && [ $rc -eq 0 ]; then
-  tail -n 2 "$OUT/ext_build.log" 2>/dev/null
   timeout ${CLI_TIMEOUT:-300} python3 -m kernels.harness.cli 051 --impl "$CLI_IMPLS" --out "$OUT/cli" > "$OUT/cli.log" 2>&1
   echo "cli rc=$? at $(( $(date +%s) - t0 )) s"
   grep -E "geomean|INCORRECT|FAILED|rror" "$OUT/cli.log" | head -12
