@@ -3,6 +3,8 @@
 definition.py: constants, shapes, the 16 cases, FLOP and byte counts, the OperationSpec (torch-free)
 reference.py:  the PyTorch reference and the fp32 correctness oracle
 inputs.py:     seeded random inputs
-checks.py:     argument checks (ValueError naming the tensor)
-ext.py + csrc/: our CUDA extension (sm_90a)
+checks.py:     the argument checks of every implementation (ValueError naming the tensor)
+compiled.py:   torch.compile of the reference
+ext_streamnorm.py + csrc/: our CUDA implementation (sm_90a), built by nvcc_library.py
+(kernels/README.md maps each implementation to its files)
 """
