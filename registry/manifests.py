@@ -269,6 +269,9 @@ class CaseResult(Strict):
     status: RunStatus
     latencyNs: dict[str, int] = Field(default_factory=dict)
     samplesNs: list[int] = Field(default_factory=list)
+    # How many timed runs the case's statistics summarize, when only statistics are published
+    # (e.g. GPU MODE's mean/std/err/best/worst over `runs`).
+    sampleCount: int | None = Field(default=None, ge=1)
     referenceLatencyNs: int | None = None
     eagerLatencyNs: int | None = None
     solNs: int | None = None

@@ -3,10 +3,21 @@
 Source-native groups rank by the source's own rule (SOL-ExecBench: `sol_score`, higher is
 better). Controlled groups rank by the protocol's primary latency statistic, lower is better, and
 call two runs tied when their difference is inside the measured noise.
+
+GPU MODE (KernelBot) per-shape boards rank by the geometric mean G of the per-case means, lower
+is better, and declare **ties from samples**: two runs tie when the 95% confidence intervals of
+their geometric means overlap. The interval is a normal approximation on the log scale (delta
+method): each case i has mean m_i, standard deviation s_i over n_i timed runs, so
+SE(ln m_i) ≈ s_i / (m_i·√n_i) and SE(ln G) = √(Σ SE(ln m_i)²) / k over k cases; the interval is
+G·exp(±1.96·SE(ln G)), whose half-width G·sinh(1.96·SE(ln G)) is the run's `noise`. Intervals
+[a ± hₐ] and [b ± h_b] overlap when |a − b| ≤ hₐ + h_b. A run lacking a case's mean, std or runs
+has no interval (half-width 0: it ties only on an equal value). GPU MODE's flat boards publish
+one score per submission and no samples: they rank by it with exact ties only.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Literal
@@ -14,6 +25,9 @@ from typing import Literal
 from registry.manifests import BenchmarkProtocolSpec, BenchmarkRunSpec, RunStatus
 
 SOL_EXECBENCH_FAMILY = "sol_execbench_leaderboard"
+GPUMODE_FAMILY = "gpumode_kernelbot"
+GEOMEAN = "geomean"
+Z95 = 1.959963984540054  # two-sided 95% of the standard normal
 
 
 @dataclass(frozen=True)
@@ -23,6 +37,14 @@ class RankRule:
     metric: str
     order: Literal["asc", "desc"]
     noise_aware: bool
+    # noise is a 95% confidence half-width and runs tie when their intervals overlap.
+    ci_overlap: bool = False
+
+    @property
+    def tie_test(self) -> str:
+        if self.ci_overlap:
+            return "ci95_overlap"
+        return "noise_band" if self.noise_aware else "exact"
 
 
 @dataclass(frozen=True)
@@ -35,6 +57,10 @@ class Entry:
 def rank_rule_for(protocol: BenchmarkProtocolSpec) -> RankRule:
     if protocol.comparability.family == SOL_EXECBENCH_FAMILY:
         return RankRule(metric="sol_score", order="desc", noise_aware=False)
+    if protocol.comparability.family == GPUMODE_FAMILY:
+        statistic = protocol.measurement.primaryStatistic
+        samples = statistic == GEOMEAN  # per-shape boards; flat ones rank by their score alone
+        return RankRule(metric=statistic, order="asc", noise_aware=samples, ci_overlap=samples)
     return RankRule(metric=protocol.measurement.primaryStatistic, order="asc", noise_aware=True)
 
 
@@ -50,7 +76,26 @@ def rank_value(rule: RankRule, run: BenchmarkRunSpec) -> tuple[float | None, flo
     value = run.timing.latencyNs.get(rule.metric)
     if value is None:
         return None, 0.0
+    if rule.ci_overlap:
+        return float(value), geomean_ci_half_width(run, float(value))
+    if not rule.noise_aware:
+        return float(value), 0.0
     return float(value), _noise_ns(run)
+
+
+def geomean_ci_half_width(run: BenchmarkRunSpec, geomean: float) -> float:
+    """Half-width of the 95% confidence interval of the geometric mean of per-case means (see
+    the module docstring); 0 when a case lacks its mean, std or runs."""
+    terms = []
+    for case in run.cases:
+        mean, std, runs = case.latencyNs.get("mean"), case.latencyNs.get("std"), case.sampleCount
+        if not mean or std is None or not runs:
+            return 0.0
+        terms.append((std / mean) ** 2 / runs)
+    if not terms:
+        return 0.0
+    se_log = math.sqrt(sum(terms)) / len(terms)
+    return geomean * math.sinh(Z95 * se_log)
 
 
 def _noise_ns(run: BenchmarkRunSpec) -> float:
@@ -75,7 +120,8 @@ def rank_entries(rule: RankRule, entries: list[Entry]) -> dict[str, int | None]:
     """Competition ranking ("1224"): equal values share a rank, the next rank skips.
 
     With a noise-aware rule a run ties the best run of the current rank when their values are
-    within the larger of the two noise bands. Unrankable entries get None.
+    within the larger of the two noise bands (with `ci_overlap`: when their confidence
+    intervals overlap). Unrankable entries get None.
     """
     ranked = [e for e in entries if e.value is not None]
     ranked.sort(key=lambda e: (-e.value if rule.order == "desc" else e.value, e.run_id))
@@ -96,6 +142,8 @@ def _tied(rule: RankRule, a: Entry, b: Entry) -> bool:
         return True
     if not rule.noise_aware:
         return False
+    if rule.ci_overlap:
+        return abs(a.value - b.value) <= a.noise + b.noise
     return abs(a.value - b.value) <= max(a.noise, b.noise)
 
 

@@ -21,7 +21,9 @@ from pathlib import Path
 
 from pymongo.asynchronous.database import AsyncDatabase
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from loaders.common.progress import import_progress
+from loaders.common.publish import Batch, flush
 
 from loaders.sol_execbench.discover import discover
 from loaders.sol_execbench.fetch import (
@@ -34,7 +36,8 @@ from loaders.sol_execbench.fetch import (
 )
 from loaders.sol_execbench.normalize import Rejected, Skipped, normalize_kernel, normalize_submission
 from loaders.sol_execbench.parse import ParseError, parse_kernel, parse_submission, record_label
-from loaders.sol_execbench.publish import Batch, keep_snapshots, publish_runs
+from loaders.sol_execbench import SOURCE
+from loaders.sol_execbench.publish import to_bundle
 from loaders.sol_execbench.report import ImportReport, KernelPlan, print_report
 from registry.digest import sha256_digest
 
@@ -73,14 +76,7 @@ async def run_import(
             report.reject(subject, reason)
         batch = Batch(responses=[found.response])
 
-        columns = (
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("kernels · {task.fields[runs]} runs"),
-            TimeElapsedColumn(),
-        )
-        with Progress(*columns, console=console, transient=False, disable=not show_progress) as progress:
+        with import_progress(console, "kernels", show=show_progress) as progress:
             task = progress.add_task("SOL-ExecBench", total=len(found.selected), runs=0)
             for position, summary in enumerate(found.selected):
                 progress.update(task, description=f"kernel {summary.id}")
@@ -107,16 +103,7 @@ async def run_import(
 
 async def _flush(db: AsyncDatabase | None, batch: Batch, report: ImportReport) -> None:
     """Write one batch: its snapshots, then its runs. In a dry run, only count."""
-    report.snapshots_seen += len({sha256_digest(r.body) for r in batch.responses})
-    if report.dry_run:
-        return
-    started = time.perf_counter()
-    report.snapshots_saved += await keep_snapshots(db, batch.responses)
-    report.phase_seconds["write snapshots"] += time.perf_counter() - started
-    started = time.perf_counter()
-    for outcome in await publish_runs(db, batch.runs):
-        setattr(report, outcome.status, getattr(report, outcome.status) + 1)
-    report.phase_seconds["publish_many"] += time.perf_counter() - started
+    await flush(db, SOURCE, batch, report, to_bundle)
 
 
 async def _import_kernel(

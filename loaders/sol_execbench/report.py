@@ -1,4 +1,5 @@
-"""What an import did (or, with --dry-run, would do), and how it is printed."""
+"""What a SOL-ExecBench import did (or, with --dry-run, would do), and how it is printed. The
+shared counts and problem lists are `loaders.common.report`'s."""
 
 from __future__ import annotations
 
@@ -8,11 +9,10 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
+from loaders.common.report import ImportReport as CommonReport
+from loaders.common.report import Problem, print_problems, summary_table
 
-@dataclass(frozen=True)
-class Problem:
-    subject: str  # "kernel 51", "submission 37369", "kernel 51 submissions offset 40"
-    reason: str
+__all__ = ["ImportReport", "KernelPlan", "Problem", "print_report"]
 
 
 @dataclass
@@ -27,34 +27,11 @@ class KernelPlan:
 
 
 @dataclass
-class ImportReport:
-    source: str
-    dry_run: bool
+class ImportReport(CommonReport):
     kernels_listed: int = 0
     kernels_selected: int = 0
     kernels_imported: int = 0
-    discovered: int = 0  # submission records found on the pages
-    parsed: int = 0  # records that parsed and normalized into a run
-    new: int = 0
-    unchanged: int = 0
-    superseded: int = 0
-    rejected: list[Problem] = field(default_factory=list)
-    skipped: list[Problem] = field(default_factory=list)
-    snapshots_seen: int = 0
-    snapshots_saved: int = 0
     plan: list[KernelPlan] = field(default_factory=list)
-    seconds: float = 0.0
-    phase_seconds: Counter = field(default_factory=Counter)  # "publish", "snapshots", the rest
-
-    def reject(self, subject: str, reason: str) -> None:
-        self.rejected.append(Problem(subject, reason))
-
-    def skip(self, subject: str, reason: str) -> None:
-        self.skipped.append(Problem(subject, reason))
-
-    @property
-    def published(self) -> int:
-        return self.new + self.unchanged + self.superseded
 
     def counts(self) -> dict[str, int]:
         return {
@@ -82,35 +59,6 @@ def print_report(report: ImportReport, console: Console, *, max_problems: int = 
             plan.add_row(str(kernel.kernel_id), kernel.name, str(kernel.discovered), str(kernel.runs), groups)
         console.print(plan)
 
-    summary = Table(title="Summary", show_header=False)
-    summary.add_column("what")
-    summary.add_column("count", justify="right")
-    summary.add_row("kernels listed / selected / imported", f"{report.kernels_listed} / {report.kernels_selected} / {report.kernels_imported}")
-    summary.add_row("submissions discovered", str(report.discovered))
-    summary.add_row("parsed", str(report.parsed))
-    if report.dry_run:
-        summary.add_row("would publish", str(report.parsed))
-    else:
-        summary.add_row("new", str(report.new))
-        summary.add_row("unchanged", str(report.unchanged))
-        summary.add_row("superseded", str(report.superseded))
-    summary.add_row("rejected", str(len(report.rejected)))
-    summary.add_row("skipped (not representable as a run)", str(len(report.skipped)))
-    if not report.dry_run:
-        summary.add_row("source snapshots new / seen", f"{report.snapshots_saved} / {report.snapshots_seen}")
-    summary.add_row("seconds", f"{report.seconds:.2f}")
-    if report.seconds > 0 and report.parsed:
-        summary.add_row("runs per second", f"{report.parsed / report.seconds:,.0f}")
-    console.print(summary)
-
-    for title, problems, style in (("Rejected", report.rejected, "red"), ("Skipped", report.skipped, "yellow")):
-        if not problems:
-            continue
-        table = Table(title=title, title_style=style)
-        table.add_column("record")
-        table.add_column("reason")
-        for problem in problems[:max_problems]:
-            table.add_row(problem.subject, problem.reason)
-        console.print(table)
-        if len(problems) > max_problems:
-            console.print(f"… and {len(problems) - max_problems} more {title.lower()}")
+    kernels = f"{report.kernels_listed} / {report.kernels_selected} / {report.kernels_imported}"
+    console.print(summary_table(report, [("kernels listed / selected / imported", kernels)], records="submissions"))
+    print_problems(report, console, max_problems=max_problems)

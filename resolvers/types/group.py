@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 
+from registry.ranking import RankRule as StoredRule
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.types.common import check_first, decode_cursor, encode_cursor
@@ -25,6 +26,10 @@ class RankRule:
     metric: str
     order: str = strawberry.field(description='"desc": higher is better; "asc": lower is better.')
     noise_aware: bool = strawberry.field(description="Runs whose difference is inside the measured noise tie.")
+    tie_test: str = strawberry.field(
+        description='When two runs tie: "exact" (equal values), "noise_band" (difference inside the larger '
+        'half-IQR), "ci95_overlap" (95% confidence intervals of the geometric mean of per-case means overlap).'
+    )
 
 
 @strawberry.federation.type(keys=["id"], description="Runs comparable with each other, ranked by the group's rule.")
@@ -55,8 +60,11 @@ class ComparisonGroup(Node):
             family=doc["family"],
             family_version=doc["familyVersion"],
             gpu=Gpu(vendor=None, product=doc["gpu"]["product"], architecture=doc["gpu"]["architecture"]),
-            rank_rule=RankRule(metric=rule["metric"], order=rule["order"], noise_aware=rule["noise_aware"]),
-            source_native=not rule["noise_aware"],
+            rank_rule=RankRule(
+                metric=rule["metric"], order=rule["order"], noise_aware=rule["noise_aware"], tie_test=StoredRule(**rule).tie_test
+            ),
+            # Source rules rank by the source's number; GPU MODE's adds ties from its samples.
+            source_native=not rule["noise_aware"] or rule.get("ci_overlap", False),
             definition_digest=doc["definitionDigest"],
             workload_digest=doc["workloadDigest"],
             leader_digest=doc.get("leaderDigest"),

@@ -165,8 +165,13 @@ class CaseResult:
     index: int
     axes: list[Label]
     status: RunStatus
-    latency: list[Measurement]
+    latency: list[Measurement] = strawberry.field(
+        description="The case's statistics (e.g. mean, std, err, best, worst for GPU MODE; median, p25, ... for ours)."
+    )
     samples_ns: list[Long]
+    sample_count: int | None = strawberry.field(
+        description="Timed runs behind the statistics: the raw samples' count, or the source's count when it publishes statistics only."
+    )
     reference_latency_ns: Long | None
     eager_latency_ns: Long | None
     sol_ns: Long | None
@@ -191,6 +196,7 @@ def _case(c: dict[str, Any]) -> CaseResult:
         status=RunStatus(c["status"]),
         latency=[_measurement(k, v) for k, v in c.get("latencyNs", {}).items()],
         samples_ns=c.get("samplesNs", []),
+        sample_count=c.get("sampleCount") or (len(c["samplesNs"]) if c.get("samplesNs") else None),
         reference_latency_ns=c.get("referenceLatencyNs"),
         eager_latency_ns=c.get("eagerLatencyNs"),
         sol_ns=c.get("solNs"),
@@ -260,7 +266,7 @@ class Run(Node):
     def aggregates(self) -> JSON:
         return self.doc["spec"].get("aggregates", {})
 
-    @strawberry.field(description="Per-case results with raw samples (controlled runs; empty when unpublished).")
+    @strawberry.field(description="Per-case results: raw samples (controlled runs) or per-case statistics (GPU MODE); empty when unpublished.")
     def cases(self) -> list[CaseResult]:
         return [_case(c) for c in self.doc["spec"].get("cases", [])]
 

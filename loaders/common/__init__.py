@@ -1,0 +1,12 @@
+"""Plumbing every source loader shares, written once:
+
+- `http`     — `Response`, `HttpClient` (retries with backoff, `Retry-After`), `FetchError`,
+               `SourceUnreachable`
+- `snapshot` — a snapshot directory's `meta.json` and reading saved bodies as `Response`s
+- `report`   — the counts and problems of an import, and how they are printed
+- `publish`  — a batch of responses + runs: snapshots first, then `store.publish.publish_many`
+- `progress` — the progress bar
+
+A loader (e.g. `loaders/sol_execbench/`, `loaders/gpumode/`) keeps only what is its source's:
+which requests, how to parse and normalize them.
+"""

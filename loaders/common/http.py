@@ -1,0 +1,128 @@
+"""HTTP with retries, for every loader.
+
+`HttpClient.get(path, params)` answers a `Response` (URL, fetched-at, status, the exact bytes)
+that the loader keeps as an immutable source snapshot. Timeouts, connection errors, 429 and
+5xx are retried with exponential backoff and jitter (a `Retry-After` header wins, up to
+`max_wait`); any other non-2xx, or a spent retry budget, is a `FetchError` for that one
+request, and `SourceUnreachable` when no attempt could even connect (the loader then stops
+asking instead of trying every remaining request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlencode, urlsplit
+
+import httpx
+
+Params = dict[str, int | str]
+
+
+@dataclass(frozen=True)
+class Response:
+    url: str
+    fetched_at: datetime
+    status: int
+    body: bytes
+
+
+class FetchError(Exception):
+    """One request failed for good; `response` is the last answer, when there was one."""
+
+    def __init__(self, url: str, reason: str, response: Response | None = None):
+        super().__init__(f"{url}: {reason}")
+        self.url = url
+        self.reason = reason
+        self.response = response
+
+
+class SourceUnreachable(FetchError):
+    """No connection to the host on any attempt (DNS, refused, connect timeout)."""
+
+
+def request_url(base_url: str, path: str, params: Params | None = None) -> str:
+    url = base_url.rstrip("/") + path
+    return f"{url}?{urlencode(params)}" if params else url
+
+
+def retry_after_seconds(header: str | None) -> float | None:
+    """`Retry-After` as seconds: either delta-seconds or an HTTP date."""
+    if not header:
+        return None
+    header = header.strip()
+    if header.isdigit():
+        return float(header)
+    try:
+        when = parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+class HttpClient:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 30.0,
+        attempts: int = 5,
+        backoff: float = 1.0,
+        max_wait: float = 60.0,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.attempts = attempts
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout),
+            headers={"Accept": "application/json", "User-Agent": "kernelindex-loader/0.1"},
+            follow_redirects=True,
+        )
+
+    def describe(self) -> str:
+        return self.base_url
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def get(self, path: str, params: Params | None = None) -> Response:
+        url = request_url(self.base_url, path, params)
+        reason = "no attempt made"
+        connected = False  # a timeout while reading still means the host is there
+        last: Response | None = None
+        for attempt in range(1, self.attempts + 1):
+            wait = min(self.max_wait, self.backoff * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
+            try:
+                reply = await self._client.get(url)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+                reason = f"cannot connect to {urlsplit(url).netloc}: {error or type(error).__name__}"
+            except httpx.TimeoutException:
+                connected = True
+                reason = f"timed out after {self.timeout:g}s"
+            except httpx.TransportError as error:
+                connected = True
+                reason = f"{type(error).__name__}: {error}"
+            else:
+                connected = True
+                last = Response(url, datetime.now(UTC), reply.status_code, reply.content)
+                if reply.is_success:
+                    return last
+                reason = f"HTTP {reply.status_code}"
+                if reply.status_code != 429 and reply.status_code < 500:
+                    raise FetchError(url, reason, last)
+                asked = retry_after_seconds(reply.headers.get("Retry-After"))
+                if asked is not None:
+                    wait = min(self.max_wait, asked)
+            if attempt < self.attempts:
+                await asyncio.sleep(wait)
+        reason = f"{reason} (gave up after {self.attempts} attempts)"
+        if not connected:
+            raise SourceUnreachable(url, reason)
+        raise FetchError(url, reason, last)

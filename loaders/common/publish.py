@@ -1,0 +1,58 @@
+"""Publish a batch: keep its source snapshots, then its runs through `store.publish.publish_many`.
+
+Snapshots go first, so a published run's `sourceSnapshot` annotation always points at a kept
+response. `publish_many` is all-or-nothing per run, idempotent (the same run again is
+`unchanged` and writes nothing) and supersedes the current run of a source record whose content
+changed. Snapshots already kept are not sent again, so an unchanged re-import writes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pymongo.asynchronous.database import AsyncDatabase
+
+from loaders.common.http import Response
+from loaders.common.report import ImportReport
+from registry.digest import sha256_digest
+from store.publish import Bundle, publish_many
+from store.snapshots import save_snapshots
+
+
+@dataclass
+class Batch:
+    """Responses and runs written together (snapshots first)."""
+
+    responses: list[Response] = field(default_factory=list)
+    runs: list[Any] = field(default_factory=list)
+
+
+async def keep_snapshots(db: AsyncDatabase, source: str, responses: Sequence[Response]) -> int:
+    """Save every response not kept yet; return how many were new."""
+    return await save_snapshots(
+        db, source=source, responses=[(r.url, r.fetched_at, r.body, r.status) for r in responses]
+    )
+
+
+async def flush(
+    db: AsyncDatabase | None,
+    source: str,
+    batch: Batch,
+    report: ImportReport,
+    to_bundle: Callable[[Any], Bundle],
+) -> None:
+    """Write one batch: its snapshots, then its runs, counting outcomes. In a dry run, only count."""
+    report.snapshots_seen += len({sha256_digest(r.body) for r in batch.responses})
+    if report.dry_run:
+        return
+    started = time.perf_counter()
+    report.snapshots_saved += await keep_snapshots(db, source, batch.responses)
+    report.phase_seconds["write snapshots"] += time.perf_counter() - started
+    started = time.perf_counter()
+    if batch.runs:
+        for outcome in await publish_many(db, [to_bundle(item) for item in batch.runs]):
+            setattr(report, outcome.status, getattr(report, outcome.status) + 1)
+    report.phase_seconds["publish_many"] += time.perf_counter() - started
