@@ -1,12 +1,15 @@
-"""Benchmark: SOL-ExecBench import of a synthetic 235 kernels × 200 submissions (47,000 runs).
+"""Benchmark: imports of synthetic snapshots — SOL-ExecBench (235 kernels × 200 submissions =
+47,000 runs) and GPU MODE KernelBot (50 per-shape boards × 400 users + a flat board = 20,400 runs
+from 22,400 rows).
 
-    python bench/import.py [--kernels 235] [--submissions 200] [--keep DIR]
+    python bench/import.py [--source both|sol-execbench|gpumode] [--kernels 235] [--submissions 200]
+                           [--boards 50] [--users 400] [--keep DIR]
 
-Writes a synthetic snapshot directory (tests/loaders/synthetic.py: made-up kernels and users),
-starts SecantusDB (`secantusd-py`) on a temporary directory and a free port unless MONGODB_URI
-is set, then imports twice through `loaders.sol_execbench.cli.run_import`: a first import into an
-empty database and an unchanged re-import, whose write commands are counted with PyMongo command
-monitoring (there must be none). Prints runs per second against the targets (first import
+Writes synthetic snapshot directories (tests/loaders/synthetic.py, tests/loaders/gpumode_synthetic.py:
+made-up kernels, boards and users), starts SecantusDB (`secantusd-py`) on a temporary directory
+and a free port unless MONGODB_URI is set, then imports each source twice through its loader's
+`run_import`: a first import into an empty database and an unchanged re-import, whose write
+commands are counted with PyMongo command monitoring (there must be none). Prints runs per second against the targets (first import
 ≥ 1,000 runs/s, re-import ≥ 5,000 runs/s), where the time went, the CPU seconds of this process
 and of the database server, and the machine's load average (other work on a shared 2-core
 machine slows both down; CPU seconds are the steadier figure).
@@ -32,10 +35,11 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gateway.embedded import EmbeddedServer  # noqa: E402
-from loaders.sol_execbench.cli import run_import  # noqa: E402
+from loaders.gpumode.cli import run_import as import_gpumode  # noqa: E402
+from loaders.sol_execbench.cli import run_import as import_sol  # noqa: E402
 from store.client import make_client  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
-from tests.loaders import synthetic  # noqa: E402
+from tests.loaders import gpumode_synthetic, synthetic  # noqa: E402
 
 TARGETS = {"first import": 1_000, "unchanged re-import": 5_000}
 WRITES = {
@@ -107,7 +111,29 @@ def make_snapshot(root: Path, kernels: int, per_kernel: int, seed: int = 7) -> i
     return next_id - 1_000_000
 
 
-async def bench(snapshot: Path, uri: str, expected_runs: int, server_pid: int | None = None) -> list[dict]:
+def make_gpumode_snapshot(root: Path, boards: int, users: int, seed: int = 7) -> int:
+    """`boards` per-shape boards (4 cases, MI300X) with `users` users each — one in ten with a
+    second, slower submission that its best one beats — and one flat board of `users` scores."""
+    rng = random.Random(seed)
+    board_rows = [gpumode_synthetic.leaderboard(20_000 + b, f"synthetic-board-{b}", ["MI300X"]) for b in range(boards)]
+    board_rows.append(gpumode_synthetic.leaderboard(29_999, "synthetic-flat", ["B200"]))
+    rows, next_id = [], 1_000_000
+    for b in range(boards):
+        for user in range(users):
+            means = [round(rng.uniform(5_000, 500_000), 3) for _ in range(4)]
+            rows.append(gpumode_synthetic.per_shape_row(next_id, 20_000 + b, user, means=means, rel_std=rng.uniform(0.005, 0.05)))
+            next_id += 1
+            if user % 10 == 0:
+                rows.append(gpumode_synthetic.per_shape_row(next_id, 20_000 + b, user, means=[m * 1.2 for m in means], time="2026-04-01T00:00:00"))
+                next_id += 1
+    flat = [gpumode_synthetic.flat_row(next_id + u, "synthetic-flat", u, score=round(rng.uniform(1e-5, 1e-3), 9)) for u in range(users)]
+    gpumode_synthetic.write_snapshot(root, {
+        "leaderboards": board_rows, gpumode_synthetic.PER_SHAPE_CONFIG: rows, gpumode_synthetic.FLAT_CONFIG: flat,
+    })
+    return boards * users + users
+
+
+async def bench(snapshot: Path, uri: str, expected_runs: int, server_pid: int | None = None, run_import=import_sol) -> list[dict]:
     counter = WriteCounter()
     client = make_client(uri, event_listeners=[counter])
     db = client[f"bench_{uuid.uuid4().hex[:8]}"]
@@ -149,8 +175,8 @@ async def bench(snapshot: Path, uri: str, expected_runs: int, server_pid: int | 
     return rows
 
 
-def print_table(rows: list[dict], console: Console) -> None:
-    table = Table(title="SOL-ExecBench import benchmark")
+def print_table(rows: list[dict], console: Console, title: str) -> None:
+    table = Table(title=f"{title} import benchmark")
     columns = ("phase", "runs", "new", "unchanged", "seconds", "runs/s", "target", "ok", "write commands",
                "CPU s: loader / db", "load avg")
     for column in columns:
@@ -191,27 +217,37 @@ def print_table(rows: list[dict], console: Console) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--source", choices=("both", "sol-execbench", "gpumode"), default="both")
     parser.add_argument("--kernels", type=int, default=235)
     parser.add_argument("--submissions", type=int, default=200)
-    parser.add_argument("--keep", type=Path, help="write the synthetic snapshot here and keep it")
+    parser.add_argument("--boards", type=int, default=50)
+    parser.add_argument("--users", type=int, default=400)
+    parser.add_argument("--keep", type=Path, help="write the synthetic snapshots under this directory and keep them")
     args = parser.parse_args()
     console = Console(width=160)
+    sources = ("sol-execbench", "gpumode") if args.source == "both" else (args.source,)
 
+    missed = []
     with tempfile.TemporaryDirectory(prefix="kernelindex-bench-") as temp:
-        snapshot = args.keep or Path(temp) / "synthetic-sol-execbench"
-        started = time.perf_counter()
-        runs = make_snapshot(snapshot, args.kernels, args.submissions)
-        console.print(f"synthetic snapshot: {args.kernels} kernels × {args.submissions} submissions = {runs:,} runs "
-                      f"in {snapshot} ({time.perf_counter() - started:.1f} s)")
-        if os.environ.get("MONGODB_URI"):
-            console.print("database: MONGODB_URI")
-            rows = asyncio.run(bench(snapshot, os.environ["MONGODB_URI"], runs))
-        else:
-            with EmbeddedServer(Path(temp) / "db") as server:
-                console.print(f"database: embedded SecantusDB at {server.uri} (data in a temp dir)")
-                rows = asyncio.run(bench(snapshot, server.uri, runs, server.process.pid))
-    print_table(rows, console)
-    missed = [r for r in rows if "phase" in r and (r["runs/s"] < r["target"] or (r["phase"] != "first import" and r["writes"]))]
+        for source in sources:
+            snapshot = (args.keep or Path(temp)) / f"synthetic-{source}"
+            started = time.perf_counter()
+            if source == "sol-execbench":
+                runs, run_import, title = make_snapshot(snapshot, args.kernels, args.submissions), import_sol, "SOL-ExecBench"
+                what = f"{args.kernels} kernels × {args.submissions} submissions"
+            else:
+                runs, run_import, title = make_gpumode_snapshot(snapshot, args.boards, args.users), import_gpumode, "GPU MODE KernelBot"
+                what = f"{args.boards} per-shape boards × {args.users} users (+10 % second submissions) + a flat board"
+            console.print(f"synthetic snapshot: {what} = {runs:,} runs in {snapshot} ({time.perf_counter() - started:.1f} s)")
+            if os.environ.get("MONGODB_URI"):
+                console.print("database: MONGODB_URI")
+                rows = asyncio.run(bench(snapshot, os.environ["MONGODB_URI"], runs, run_import=run_import))
+            else:
+                with EmbeddedServer(Path(temp) / f"db-{source}") as server:
+                    console.print(f"database: embedded SecantusDB at {server.uri} (data in a temp dir)")
+                    rows = asyncio.run(bench(snapshot, server.uri, runs, server.process.pid, run_import=run_import))
+            print_table(rows, console, title)
+            missed += [r for r in rows if "phase" in r and (r["runs/s"] < r["target"] or (r["phase"] != "first import" and r["writes"]))]
     return 1 if missed else 0
 
 

@@ -1,6 +1,8 @@
 """Data on first start: what `serve` loads, idempotently, before it answers requests.
 
 - `data/snapshots/sol-execbench/`: saved SOL-ExecBench responses, imported by the loader.
+- `data/snapshots/gpumode/`: GPU MODE KernelBot rows in the datasets-server's shape (synthetic,
+  see its meta.json), imported by the loader.
 - `data/controlled/**/manifests.json`: our own harness's manifests (definitions, workloads,
   protocols, environments, implementations, runs).
 - `data/code-pins.json`: the commits holding the code of revisions published without one.
@@ -47,6 +49,11 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path) -> None:
             from loaders.sol_execbench.cli import run_import
 
             await run_import(db, snapshot_dir=snapshot, console=None)
+        gpumode = data_dir / "snapshots" / "gpumode"
+        if gpumode.is_dir():
+            from loaders.gpumode.cli import run_import as import_gpumode
+
+            await import_gpumode(db, snapshot_dir=gpumode, console=None)
         manifests = []
         for path in sorted((data_dir / "controlled").rglob("manifests.json")):
             manifests += read_manifests(path)

@@ -76,7 +76,7 @@ DOSSIER = """query Dossier($id: ID!) { run(id: $id) {
   labels { key value }
   primaryMeasurement { statistic valueNs display }
   measurements { statistic display }
-  group { id title size rankedSize leader { digest title } sourceNative rankRule { metric order } }
+  group { id title size rankedSize leader { digest title } sourceNative rankRule { metric order tieTest } }
   sourceNative { sourceTitle benchmark externalReference solExecBench { summary } metrics { name value text } }
   identity { comparisonKey externalReference sourceTitle protocolDigest workloadDigest environmentDigest implementationDigest }
   implementation { name project revision code { repository path digest } }
@@ -85,7 +85,7 @@ DOSSIER = """query Dossier($id: ID!) { run(id: $id) {
   protocol { harness { name version } timer primaryStatistic correctnessReference comparabilityFamily notes }
   environment { gpu { display } driver cuda libraries { key value } }
   artifacts { name uri mediaType }
-  cases { index axes { key value } status latency { statistic valueNs display } solScore }
+  cases { index axes { key value } status latency { statistic valueNs display } sampleCount solScore }
   attestations(first: 100) { edges { node { author verified attestedAt predicateType } } }
   supersededBy { digest }
   manifest

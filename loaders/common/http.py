@@ -74,8 +74,12 @@ class HttpClient:
         attempts: int = 5,
         backoff: float = 1.0,
         max_wait: float = 60.0,
+        busy_attempts: int | None = None,
     ):
         self.base_url = base_url.rstrip("/")
+        # A host that answers 429/5xx is there but busy (e.g. building an index): it may get
+        # more attempts than one that cannot be reached at all.
+        self.busy_attempts = max(busy_attempts or attempts, attempts)
         self.timeout = timeout
         self.attempts = attempts
         self.backoff = backoff
@@ -97,7 +101,9 @@ class HttpClient:
         reason = "no attempt made"
         connected = False  # a timeout while reading still means the host is there
         last: Response | None = None
-        for attempt in range(1, self.attempts + 1):
+        attempt, budget = 0, self.attempts
+        while attempt < budget:
+            attempt += 1
             wait = min(self.max_wait, self.backoff * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)
             try:
                 reply = await self._client.get(url)
@@ -117,12 +123,13 @@ class HttpClient:
                 reason = f"HTTP {reply.status_code}"
                 if reply.status_code != 429 and reply.status_code < 500:
                     raise FetchError(url, reason, last)
+                budget = self.busy_attempts
                 asked = retry_after_seconds(reply.headers.get("Retry-After"))
                 if asked is not None:
                     wait = min(self.max_wait, asked)
-            if attempt < self.attempts:
+            if attempt < budget:
                 await asyncio.sleep(wait)
-        reason = f"{reason} (gave up after {self.attempts} attempts)"
+        reason = f"{reason} (gave up after {attempt} attempts)"
         if not connected:
             raise SourceUnreachable(url, reason)
         raise FetchError(url, reason, last)

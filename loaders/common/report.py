@@ -3,8 +3,11 @@ problems (rejected: bad input; skipped: valid but not a run), and how they are p
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -80,3 +83,16 @@ def print_problems(report: ImportReport, console: Console, *, max_problems: int 
         console.print(table)
         if len(problems) > max_problems:
             console.print(f"… and {len(problems) - max_problems} more {title.lower()}")
+
+
+@asynccontextmanager
+async def timed_import(source: Any, report: ImportReport):
+    """Close the source and record how long the import took (and the time not spent in the
+    phases already counted: fetching, parsing, normalizing), however it ends."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        await source.aclose()
+        report.seconds = time.perf_counter() - started
+        report.phase_seconds["fetch, parse, normalize"] = report.seconds - sum(report.phase_seconds.values())

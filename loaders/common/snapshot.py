@@ -39,3 +39,12 @@ class SnapshotDir:
         except FileNotFoundError:
             raise FetchError(url, f"no file {file.relative_to(self.root)} in {self.root}") from None
         return Response(url, self.fetched_at or datetime.now(UTC), 200, body)
+
+
+def open_source(snapshot_dir: Path | None, base_url: str | None, *, snapshot: type, http: type):
+    """The loader's snapshot source for a directory, else its HTTP source (default base URL)."""
+    if snapshot_dir is not None and base_url is not None:
+        raise ValueError("give a snapshot directory or a base URL, not both")
+    if snapshot_dir is not None:
+        return snapshot(snapshot_dir)
+    return http(base_url) if base_url else http()

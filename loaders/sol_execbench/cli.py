@@ -16,14 +16,15 @@ report carries the plan.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from pymongo.asynchronous.database import AsyncDatabase
 from rich.console import Console
 
+from loaders.common.command import run_command
 from loaders.common.progress import import_progress
 from loaders.common.publish import Batch, flush
+from loaders.common.report import timed_import
 
 from loaders.sol_execbench.discover import discover
 from loaders.sol_execbench.fetch import (
@@ -67,8 +68,7 @@ async def run_import(
     console = console or Console(stderr=True)
     source = source or open_source(snapshot_dir=snapshot_dir, base_url=base_url)
     report = ImportReport(source=source.describe(), dry_run=dry_run)
-    started = time.perf_counter()
-    try:
+    async with timed_import(source, report):
         found = await discover(source, kernel_ids=kernels)
         report.kernels_listed = len(found.listed)
         report.kernels_selected = len(found.selected)
@@ -94,10 +94,6 @@ async def run_import(
                 progress.update(task, advance=1, runs=report.parsed)
             await _flush(db, batch, report)
             progress.update(task, description="SOL-ExecBench")
-    finally:
-        await source.aclose()
-    report.seconds = time.perf_counter() - started
-    report.phase_seconds["fetch, parse, normalize"] = report.seconds - sum(report.phase_seconds.values())
     return report
 
 
@@ -175,33 +171,9 @@ async def _import_kernel(
             break  # do not fetch pages we will not use
 
 
-async def import_command(
-    db: AsyncDatabase | None,
-    *,
-    snapshot_dir: Path | None = None,
-    base_url: str | None = None,
-    kernels: list[int] | None = None,
-    limit: int | None = None,
-    dry_run: bool = False,
-    console: Console | None = None,
-    source: Source | None = None,
-) -> int:
+async def import_command(db: AsyncDatabase | None, *, console: Console | None = None, **options) -> int:
     """What `kernelindex import sol-execbench` runs. Exit code: 0 all imported, 1 some records
     rejected, 2 nothing could be imported (source unreachable, kernel list unusable)."""
-    console = console or Console()
-    try:
-        report = await run_import(
-            db,
-            snapshot_dir=snapshot_dir,
-            base_url=base_url,
-            kernels=kernels,
-            limit=limit,
-            dry_run=dry_run,
-            console=console,
-            source=source,
-        )
-    except (FetchError, ParseError) as error:
-        console.print(f"[bold red]SOL-ExecBench import failed:[/bold red] {error}")
-        return 2
-    print_report(report, console)
-    return 1 if report.rejected else 0
+    return await run_command(
+        run_import, print_report, title="SOL-ExecBench", fatal=(FetchError, ParseError), db=db, console=console, **options
+    )

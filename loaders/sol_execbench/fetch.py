@@ -30,6 +30,7 @@ from loaders.common.http import (  # noqa: F401 (re-exported: the SOL loader's p
     retry_after_seconds,
 )
 from loaders.common.snapshot import SnapshotDir
+from loaders.common.snapshot import open_source as common_open_source
 from loaders.sol_execbench.parse import Page, ParseError, parse_page
 
 DEFAULT_BASE_URL = "https://research.nvidia.com/benchmarks/sol-execbench/api"
@@ -72,11 +73,7 @@ Source = HttpSource | SnapshotDirSource
 
 
 def open_source(*, snapshot_dir: Path | None, base_url: str | None) -> Source:
-    if snapshot_dir is not None and base_url is not None:
-        raise ValueError("give a snapshot directory or a base URL, not both")
-    if snapshot_dir is not None:
-        return SnapshotDirSource(snapshot_dir)
-    return HttpSource(base_url or DEFAULT_BASE_URL)
+    return common_open_source(snapshot_dir, base_url, snapshot=SnapshotDirSource, http=HttpSource)
 
 
 # ---------------------------------------------------------------- the three requests

@@ -19,19 +19,52 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 
-class SnapshotServer:
+def send_json(handler: BaseHTTPRequestHandler, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+class LoopbackServer:
+    """A ThreadingHTTPServer on a free 127.0.0.1 port, served from a daemon thread."""
+
+    _server: ThreadingHTTPServer | None = None
+    _thread: threading.Thread | None = None
+
+    def start(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def root_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is None:
+            return  # already stopped
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+        self._thread = None
+
+
+class SnapshotServer(LoopbackServer):
     def __init__(self, root: Path, faults: dict[str, list[str]] | None = None):
         self.root = Path(root)
         self.faults = {key: list(actions) for key, actions in (faults or {}).items()}
         self.requests: list[tuple[float, str]] = []
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/api"
+        return f"{self.root_url}/api"
 
     def hits(self, key: str) -> list[float]:
         """When each request for `key` arrived (monotonic seconds)."""
@@ -81,24 +114,7 @@ class SnapshotServer:
                     pass  # the client gave up (timeout test)
 
             def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None):
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
+                send_json(self, status, body, headers)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self.start(Handler)
         return self
-
-    def __exit__(self, *exc) -> None:
-        if self._thread is None:
-            return  # already stopped
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-        self._thread = None

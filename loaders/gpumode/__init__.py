@@ -1,0 +1,25 @@
+"""GPU MODE KernelBot competition results loader (Hugging Face dataset `GPUMODE/kernelbot-data`,
+read through the datasets-server API; licence: Researcher Reciprocity License v1.0, attribution
+to GPU MODE and the KernelBot dataset).
+
+Steps, one module each, in the order they run:
+
+- `discover`  — the dataset's configs (GET /splits) and its boards (config `leaderboards`)
+- `fetch`     — every page of a config (GET /rows), live (`HttpSource`) or from a snapshot
+                directory (`SnapshotDirSource`)
+- `parse`     — pydantic models of the rows: boards, per-shape runs (per-case statistics),
+                flat submissions (one score)
+- `normalize` — board → OperationSpec; the cases' `spec` → WorkloadSuite; GPU →
+                ExecutionEnvironment; KernelBot's harness and ranking rule → BenchmarkProtocol;
+                each user's best submission per board and GPU → ImplementationRevision + BenchmarkRun
+- `publish`   — a run as a `store.publish.Bundle` (batching: `loaders.common.publish`)
+
+`cli.run_import` strings them together and `report` prints what happened.
+"""
+
+SOURCE = "gpumode"
+DATASET = "GPUMODE/kernelbot-data"
+ATTRIBUTION = (
+    "GPU MODE KernelBot dataset (GPUMODE/kernelbot-data), Researcher Reciprocity License v1.0; "
+    "data by GPU MODE and the KernelBot competition participants"
+)

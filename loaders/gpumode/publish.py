@@ -1,0 +1,19 @@
+"""Publish: a GPU MODE run as a `store.publish.Bundle`; batching, snapshots first and outcome
+counting are `loaders.common.publish`'s."""
+
+from __future__ import annotations
+
+from store.publish import Bundle
+
+from loaders.gpumode.normalize import RunManifests
+
+
+def to_bundle(item: RunManifests) -> Bundle:
+    return Bundle(
+        run=item.run,
+        definition=item.definition,
+        workload=item.workload,
+        protocol=item.protocol,
+        environment=item.environment,
+        implementation=item.implementation,
+    )
