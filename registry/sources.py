@@ -14,6 +14,7 @@ class Source:
 
 SOURCES = {
     "sol-execbench": Source("sol-execbench", "NVIDIA SOL-ExecBench", "submission"),
+    "gpumode": Source("gpumode", "GPU MODE KernelBot", "leaderboard"),  # leaderboard/{board}/{user}/{gpu}
     "kernelindex": Source("kernelindex", "KernelIndex", "run"),
 }
 

@@ -14,7 +14,7 @@ RUN = """query($id: String!) { runByExternalId(source: "gpumode", externalId: $i
   primaryMeasurement { statistic valueNs }
   cases { index axes { key value } sampleCount latency { statistic valueNs } }
   group { size rankedSize sourceNative rankRule { metric order tieTest } }
-  sourceNative { benchmark metrics { name value } }
+  sourceNative { benchmark sourceTitle externalReference }
 } }"""
 
 
@@ -32,6 +32,8 @@ async def test_bundled_runs_show_per_case_statistics_and_ties(api, seeded):
     run = (await api.data(RUN, {"id": external_id(1)}))["runByExternalId"]
     assert run["title"] == "synthetic-user-1 · synthetic-fp8-mm · MI300X"
     assert run["primaryMeasurement"]["statistic"] == "geomean"
+    assert run["sourceNative"] == {"benchmark": "synthetic-fp8-mm", "sourceTitle": "GPU MODE KernelBot",
+                                   "externalReference": "leaderboard/9399/900001/amd-instinct-mi300x"}
     first = run["cases"][0]
     assert {a["key"]: a["value"] for a in first["axes"]} == {"k": "7168", "m": "1024", "n": "1536", "seed": "8135"}
     assert first["sampleCount"] == 100
