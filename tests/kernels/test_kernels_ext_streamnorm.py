@@ -94,7 +94,23 @@ def test_registration_covers_every_file_it_builds_or_imports():
     assert included <= built
 
 
+def test_one_loader_takes_one_source_or_several():
+    from kernels.ops.qkv_qknorm_backward.nvcc_library import NvccLibrary
+
+    single = NvccLibrary("kidx_one", CSRC / "stream_norm_sm90.cu", (CSRC / "stream_norm.h",))
+    assert single.sources == (CSRC / "stream_norm_sm90.cu",) and single.files()[-1] == CSRC / "stream_norm.h"
+    assert single.digest() != ext_streamnorm.LIBRARY.digest()  # named by what it builds
+    assert single.path().name.startswith("libkidx_one_")
+
+
 torch = pytest.importorskip("torch", reason="torch is not installed")
+
+
+def test_load_refuses_a_machine_without_its_gpu():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    with pytest.raises(RuntimeError, match="kidx_streamnorm needs a CUDA device"):
+        ext_streamnorm.load()
 
 
 def test_rejects_bad_arguments_before_any_build():
