@@ -11,17 +11,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-setup: $(BIN)/python
+setup: $(BIN)/python federation/node_modules/.package-lock.json
 	$(BIN)/pip install -q -e .
 	@# GraphiQL's pinned assets, served locally by the web pages (no CDN).
 	cd gateway/web/assets && npm ci --no-audit --no-fund --silent
 
-setup-dev: $(BIN)/python
+# The pinned npm composers and Hive Gateway (what `serve` runs); again when the lock file changes.
+federation/node_modules/.package-lock.json: federation/package-lock.json
+	cd federation && npm ci --no-audit --no-fund --silent
+
+setup-dev: $(BIN)/python federation/node_modules/.package-lock.json
 	@# Page tests drive Debian's Chromium headless (Playwright never downloads a browser here).
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 	$(BIN)/pip install -q $(TORCH_CPU)
 	$(BIN)/pip install -q -e '.[dev,kernels]'
-	cd federation && npm ci --no-audit --no-fund --silent
 	cd gateway/web/assets && npm ci --no-audit --no-fund --silent
 
 serve: setup

@@ -1,21 +1,88 @@
-// Hive Gateway in front of the KernelIndex subgraph (used by tests/federation/test_gateway.py).
-// - The client's Authorization header reaches the subgraph, so mutations authenticate.
-// - Subscriptions travel to the subgraph over WebSocket (graphql-transport-ws): Strawberry does
-//   not speak the gateway's default SSE transport.
+// Hive Gateway in front of the KernelIndex subgraphs (registry, benchmarks), as `kernelindex
+// serve` starts it (gateway/stack.py) and as deploy/ runs it.
+// - The client's Authorization header reaches the subgraphs, so mutations authenticate.
+// - Subscriptions travel to the subgraphs over WebSocket (graphql-transport-ws): Strawberry does
+//   not speak the gateway's default SSE transport. connection_init's payload (the API key of
+//   benchmarkJobUpdated) is passed on.
+// - Every path but /graphql (and the gateway's own health checks) goes to the web process
+//   (pages, GraphiQL, static files) at KERNELINDEX_WEB_URL; /healthz answers "ok" here.
 import { defineConfig } from "@graphql-hive/gateway";
+import { GraphQLError } from "graphql";
+
+const GATEWAY_PATHS = new Set(["/graphql", "/healthcheck", "/readiness"]);
+// Hop-by-hop headers and the ones fetch() recomputes are not passed on.
+const DROPPED_REQUEST_HEADERS = ["host", "connection", "keep-alive", "transfer-encoding", "content-length"];
+const DROPPED_RESPONSE_HEADERS = ["connection", "keep-alive", "transfer-encoding", "content-encoding", "content-length"];
+
+function forwardPagesTo(webUrl) {
+  return {
+    async onRequest({ request, url, endResponse, fetchAPI }) {
+      if (GATEWAY_PATHS.has(url.pathname)) return;
+      if (url.pathname === "/healthz") {
+        endResponse(new fetchAPI.Response("ok", { headers: { "content-type": "text/plain" } }));
+        return;
+      }
+      if (!webUrl) return;
+      const headers = new fetchAPI.Headers(request.headers);
+      for (const name of DROPPED_REQUEST_HEADERS) headers.delete(name);
+      headers.set("x-forwarded-host", request.headers.get("host") ?? "");
+      const init = { method: request.method, headers, redirect: "manual" };
+      if (request.method !== "GET" && request.method !== "HEAD") init.body = await request.arrayBuffer();
+      let upstream;
+      try {
+        upstream = await fetchAPI.fetch(new URL(url.pathname + url.search, webUrl), init);
+      } catch {
+        endResponse(new fetchAPI.Response("the web process is not answering", { status: 502 }));
+        return;
+      }
+      const responseHeaders = new fetchAPI.Headers(upstream.headers);
+      for (const name of DROPPED_RESPONSE_HEADERS) responseHeaders.delete(name);
+      endResponse(new fetchAPI.Response(upstream.body, { status: upstream.status, headers: responseHeaders }));
+    },
+  };
+}
 
 export const gatewayConfig = defineConfig({
   propagateHeaders: {
     fromClientToSubgraphs({ request }) {
-      const authorization = request.headers.get("authorization");
+      const authorization = request?.headers.get("authorization");
       return authorization ? { authorization } : {};
     },
   },
   transportEntries: {
     "*.http": {
       options: {
-        subscriptions: { kind: "ws", location: "/graphql" },
+        subscriptions: {
+          kind: "ws",
+          location: "/graphql",
+          // Interpolated per client connection; empty values are left out. The gateway shares one
+          // upstream connection among subscriptions with the same parameters (e.g. all anonymous).
+          options: {
+            connectionParams: {
+              Authorization: "{context.connectionParams.Authorization}",
+              apiKey: "{context.connectionParams.apiKey}",
+            },
+          },
+        },
       },
     },
   },
+  plugins: () => [forwardPagesTo(process.env.KERNELINDEX_WEB_URL)],
+  maskedErrors: { maskError: keepSubgraphCodes },
 });
+
+// A subgraph refuses a subscription (UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, ...) with a
+// graphql-transport-ws `error` message; the gateway's WebSocket client rejects with its list of
+// errors, which the default masking would turn into "Unexpected error.". Those are the
+// subgraph's answers to the client: pass on their message and code. Anything else stays masked.
+function keepSubgraphCodes(error, message) {
+  for (let cause = error; cause; cause = cause.originalError ?? cause.cause) {
+    const first = Array.isArray(cause) ? cause[0] : null;
+    if (first && typeof first.message === "string" && typeof first.extensions?.code === "string") {
+      return new GraphQLError(first.message, { extensions: first.extensions, path: error.path });
+    }
+    if (cause instanceof GraphQLError && cause.originalError == null) return cause;
+    if (Array.isArray(cause)) break;
+  }
+  return new GraphQLError(message, { extensions: { code: "INTERNAL_SERVER_ERROR", unexpected: true }, path: error.path });
+}

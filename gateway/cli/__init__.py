@@ -12,13 +12,13 @@ import sys
 
 from gateway.api_client import ApiError
 from gateway.bootstrap import BootstrapError
-from gateway.cli import attest, bench, imports, jobs, keys, manifests, runner, serve, web
+from gateway.cli import attest, bench, imports, jobs, keys, manifests, runner, serve, supergraph, web
 from gateway.cli.common import CommandError, fail
 from gateway.embedded import EmbeddedDatabaseError
 from gateway.settings import Settings
 from registry.manifests import ManifestError
 
-VERB_MODULES = (serve, web, manifests, imports, keys, jobs, runner, attest, bench)
+VERB_MODULES = (serve, supergraph, web, manifests, imports, keys, jobs, runner, attest, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,6 @@
-"""`kernelindex serve`: the GraphQL gateway, with the embedded database unless MONGODB_URI is set."""
+"""`kernelindex serve`: the federated stack (gateway/stack.py), or one subgraph of it
+(`--subgraph registry|benchmarks`). The embedded database is started unless MONGODB_URI is set.
+(The web process is `kernelindex web`.)"""
 
 from __future__ import annotations
 
@@ -14,9 +16,12 @@ from gateway.settings import Settings
 
 
 def register(sub) -> None:
-    serve = sub.add_parser("serve", help="run the GraphQL gateway (embedded database unless MONGODB_URI is set)")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve = sub.add_parser("serve", help="run the federated stack: subgraphs + Hive Gateway (embedded database unless MONGODB_URI is set)")
+    serve.add_argument("--host", default="127.0.0.1", help="where the gateway (or the one part asked for) listens")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--replicas", type=int, default=1, help="processes per subgraph (the stack)")
+    serve.add_argument("--subgraph", choices=("registry", "benchmarks"), help="run only this subgraph")
+    serve.add_argument("--reuse-port", action="store_true", help="share --port with other replicas of the subgraph (SO_REUSEPORT)")
     serve.add_argument("--db-port", type=int, default=None, help="port of the embedded database (default: a free one)")
     serve.add_argument("--db-timeout", type=float, default=30.0, help="seconds to wait for the embedded database")
     serve.add_argument("--no-data", action="store_true", help="do not load the bundled data on start")
@@ -24,12 +29,40 @@ def register(sub) -> None:
 
 
 def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
+    if args.subgraph:
+        return _serve_subgraph(args, settings)
+    from gateway.stack import Stack, StackError, run_stack
+
+    stack = Stack(
+        host=args.host, port=args.port, replicas=args.replicas, db_port=args.db_port, db_timeout=args.db_timeout,
+        load_data=not args.no_data, settings=settings,
+    )
+    try:
+        return run_stack(stack)
+    except StackError as error:
+        return fail(str(error))
+
+
+def _listening_socket(host: str, port: int, reuse_port: bool):
+    import socket
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _serve_subgraph(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from gateway.app import create_app
     from gateway.bootstrap import bootstrap
 
-    if _port_taken(args.host, args.port):
+    if not args.reuse_port and _port_taken(args.host, args.port):
         return fail(f"port {args.port} on {args.host} is already in use; choose another with --port")
     server = None
     # uvicorn stops gracefully on SIGINT/SIGTERM and then re-raises the signal; these handlers
@@ -50,15 +83,19 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
             asyncio.run(bootstrap(uri, settings, DATA_DIR))
         # No permessage-deflate: it costs about half of a subscription delivery's CPU.
         config = uvicorn.Config(
-            create_app(uri, settings), host=args.host, port=args.port, log_level="info", ws_per_message_deflate=False
+            create_app(uri, settings, subgraph=args.subgraph), log_level="warning", ws_per_message_deflate=False
         )
         web = uvicorn.Server(config)
         died: list[int] = []
         if server is not None:
             threading.Thread(target=_watch_child, args=(server, web, died), daemon=True).start()
-        print(f"KernelIndex GraphQL on http://{args.host}:{args.port}/graphql", file=sys.stderr)
         try:
-            web.run()
+            sock = _listening_socket(args.host, args.port, args.reuse_port)
+        except OSError as error:
+            return fail(f"cannot listen on {args.host}:{args.port}: {error.strerror}")
+        print(f"KernelIndex {args.subgraph} subgraph on http://{args.host}:{args.port}/graphql", file=sys.stderr)
+        try:
+            web.run(sockets=[sock])
         except _Stop:
             pass
         if died:

@@ -1,0 +1,367 @@
+"""Benchmark: the federated stack (`kernelindex serve`'s processes) through Hive Gateway.
+
+    python bench/gateway.py [--requests 300] [--seconds 15] [--clients 50] [--subscribers 1000]
+                            [--runs 20] [--skip-throughput] [--skip-subscriptions]
+
+Starts SecantusDB (in memory) unless MONGODB_URI is set, and the stack of gateway/stack.py on it
+(the registry and benchmarks subgraphs on 127.0.0.1, Hive Gateway, the web process) with the
+bundled data in a fresh database, and measures, one after the other:
+
+1. the dossier query (README's seed query) sent `--requests` times, one at a time, alternately
+   straight to the registry subgraph and through the gateway: p50 of each and their ratio
+   (target ≤ 1.5×);
+2. the cross-subgraph query (a definition, its groups' #1s, its jobs and each job's run) through
+   the gateway, one at a time: p50, and the database round trips per request (the database's own
+   `serverStatus` counters: finds, and other commands beyond those of an equally long idle window,
+   which the subgraphs' change streams make);
+3. `--clients` concurrent clients (one asyncio process, httpx) sending the dossier query through
+   the gateway for `--seconds`, with 1 and then 2 processes per subgraph: requests per second,
+   p50, p99 (target: 2 replicas ≥ 1.6× one, given the cores), plus the same straight to the
+   registry subgraph's port (SO_REUSEPORT spreads it over the replicas), and the core count;
+4. `--subscribers` graphql-transport-ws `runPublished` subscribers on the gateway (one client
+   process), `--runs` runs published 0.2 s apart through store.publish (as `kernelindex load`):
+   delivered / expected, latency p50/p99 (receipt − start of the publishing call; target 100 %,
+   p99 ≤ 250 ms), and how many upstream WebSocket connections the gateway opened to the registry
+   subgraph for them (ESTABLISHED sockets on the subgraph's port, after − before subscribing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DOSSIER = """{ runByExternalId(source: "sol-execbench", externalId: "37369") {
+    title primaryMeasurement { display statistic } rank group { size leader { title } }
+    sourceNative { solExecBench { summary } } correctness { statement } evidenceLevel
+    protocol { harness { name version } } environment { gpu { display } } citation { text } } }"""
+SPANNING = """{ definition(name: "kernelindex-051-qkv-qknorm-backward") { name
+    comparisonGroups { leader { title } }
+    jobs(first: 5) { edges { node { state run { title evidenceLevel } } } } } }"""
+SUBSCRIPTION = "subscription { runPublished { cursor run { digest name } } }"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+def established(port: int) -> int:
+    """ESTABLISHED TCP sockets whose local port is `port` (the server side, IPv4 loopback)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                count += 1
+    return count
+
+
+# ---------------------------------------------------------------- the stack
+
+
+def start_stack(uri: str, replicas: int, load_data: bool):
+    from gateway.embedded import free_port
+    from gateway.settings import Settings
+    from gateway.stack import Stack
+
+    stack = Stack(port=free_port(), replicas=replicas, load_data=load_data, settings=Settings(mongodb_uri=uri))
+    try:
+        stack.start()
+    except BaseException:
+        stack.stop()
+        raise
+    return stack
+
+
+# ---------------------------------------------------------------- 1 and 2: one at a time
+
+
+async def sequential(urls: dict[str, str], query: str, n: int) -> dict[str, list[float]]:
+    """`n` requests to each URL, alternating, one at a time; latencies in ms."""
+    import httpx
+
+    times: dict[str, list[float]] = {name: [] for name in urls}
+    async with httpx.AsyncClient(timeout=60) as client:
+        for name, url in urls.items():  # warm-up (connections, caches, the gateway's plan)
+            for _ in range(10):
+                body = (await client.post(url, json={"query": query})).json()
+                assert "errors" not in body, body
+        for _ in range(n):
+            for name, url in urls.items():
+                start = time.perf_counter()
+                response = await client.post(url, json={"query": query})
+                times[name].append((time.perf_counter() - start) * 1000)
+                assert response.status_code == 200
+    return times
+
+
+def opcounters(db_client) -> dict[str, int]:
+    return db_client.admin.command("serverStatus")["opcounters"]
+
+
+def round_trips(uri: str, url: str, query: str, n: int) -> tuple[float, float]:
+    """(finds, other commands) per request, from the database's counters; change streams'
+    polling (getMore, and commands in an idle window of the same length) is left out."""
+    import httpx
+    from pymongo import MongoClient
+
+    client = MongoClient(uri)
+    try:
+        with httpx.Client(timeout=60) as http:
+            before, start = opcounters(client), time.monotonic()
+            for _ in range(n):
+                assert "errors" not in http.post(url, json={"query": query}).json()
+            after, elapsed = opcounters(client), time.monotonic() - start
+        idle_before = opcounters(client)
+        time.sleep(elapsed)
+        idle_after = opcounters(client)
+    finally:
+        client.close()
+    finds = (after["query"] - before["query"] - (idle_after["query"] - idle_before["query"])) / n
+    commands = (after["command"] - before["command"] - (idle_after["command"] - idle_before["command"])) / n
+    return finds, commands
+
+
+# ---------------------------------------------------------------- 3: throughput
+
+
+async def load(url: str, query: str, clients: int, seconds: float) -> tuple[float, float, float, int]:
+    """(req/s, p50 ms, p99 ms, errors) of `clients` concurrent clients for `seconds`."""
+    import httpx
+
+    latencies: list[float] = []
+    errors = 0
+    stop_at = time.monotonic() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+
+        async def worker() -> None:
+            nonlocal errors
+            while time.monotonic() < stop_at:
+                start = time.perf_counter()
+                try:
+                    response = await client.post(url, json={"query": query})
+                    ok = response.status_code == 200 and "errors" not in response.json()
+                except httpx.HTTPError:
+                    ok = False
+                if ok:
+                    latencies.append((time.perf_counter() - start) * 1000)
+                else:
+                    errors += 1
+
+        began = time.monotonic()
+        await asyncio.gather(*(worker() for _ in range(clients)))
+        wall = time.monotonic() - began
+    return len(latencies) / wall, percentile(latencies, 50), percentile(latencies, 99), errors
+
+
+# ---------------------------------------------------------------- 4: subscribers (client process)
+
+
+async def subscribers_main(url: str, count: int, expect: int, out: Path, deadline_s: float) -> None:
+    from websockets.asyncio.client import connect
+
+    receipts: list[tuple[int, str, float]] = []
+    live = 0
+    all_live = asyncio.Event()
+    gate = asyncio.Semaphore(50)
+
+    async def subscriber(index: int) -> None:
+        nonlocal live
+        async with gate:
+            socket = await connect(url, subprotocols=["graphql-transport-ws"], open_timeout=120, ping_interval=None, max_queue=None)
+            await socket.send(json.dumps({"type": "connection_init", "payload": {}}))
+            assert json.loads(await socket.recv())["type"] == "connection_ack"
+            await socket.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": SUBSCRIPTION}}))
+        live += 1
+        if live == count:
+            all_live.set()
+        async with socket:
+            async for raw in socket:
+                now = time.time()
+                message = json.loads(raw)
+                if message["type"] == "ping":
+                    await socket.send('{"type":"pong"}')
+                elif message["type"] == "next":
+                    receipts.append((index, message["payload"]["data"]["runPublished"]["run"]["name"], now))
+                else:
+                    print(f"unexpected message: {message}", file=sys.stderr)
+
+    tasks = [asyncio.create_task(subscriber(i)) for i in range(count)]
+    try:
+        await asyncio.wait_for(all_live.wait(), deadline_s)
+        print("SUBSCRIBED", flush=True)
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end and len(receipts) < count * expect:
+            await asyncio.sleep(0.2)
+    finally:
+        out.write_text(json.dumps(receipts))
+        print("DONE", flush=True)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def subscriptions(args, uri: str, stack) -> dict:
+    from store.client import make_client
+    from store.publish import publish
+    from tests import factories
+
+    registry_port = int(stack.subgraph_urls["registry"].rsplit(":", 1)[1].split("/")[0])
+    ws_url = f"ws://127.0.0.1:{stack.port}/graphql"
+    out = Path(tempfile.mkdtemp()) / "receipts.json"
+    before = established(registry_port)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--as-subscribers", ws_url, str(args.subscribers), str(args.runs), str(out)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    loop = asyncio.get_running_loop()
+    line = await loop.run_in_executor(None, proc.stdout.readline)
+    if line.strip() != "SUBSCRIBED":
+        raise SystemExit(f"the subscriber process failed: {line}")
+    await asyncio.sleep(3.0)  # the gateway opens its upstream subscriptions
+    upstream = established(registry_port) - before
+    client = make_client(uri)
+    db = client[os.environ["KERNELINDEX_DATABASE"]]
+    published: dict[str, float] = {}
+    try:
+        for i in range(args.runs):
+            bundle = factories.run_bundle(f"gw-{i}", user=f"gw{i}")
+            published[bundle.run.metadata.name] = time.time()
+            await publish(db, bundle)
+            await asyncio.sleep(0.2)
+        await loop.run_in_executor(None, proc.stdout.readline)  # DONE
+    finally:
+        await client.close()
+        proc.wait(timeout=120)
+    receipts = json.loads(out.read_text())
+    latencies = [(at - published[name]) * 1000 for _, name, at in receipts if name in published]
+    unique = {(i, name) for i, name, _ in receipts if name in published}
+    return {
+        "expected": args.subscribers * args.runs,
+        "delivered": len(unique),
+        "duplicates": len(latencies) - len(unique),
+        "p50": percentile(latencies, 50),
+        "p99": percentile(latencies, 99),
+        "max": max(latencies, default=float("nan")),
+        "upstream": upstream,
+    }
+
+
+# ---------------------------------------------------------------- main
+
+
+async def run(args: argparse.Namespace, uri: str) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    cores = os.cpu_count()
+    console.print(f"{cores} cores, load average {os.getloadavg()[0]:.1f} at start; database {uri}")
+    stack = await asyncio.to_thread(start_stack, uri, 1, True)
+    failures = []
+    try:
+        gateway = f"http://127.0.0.1:{stack.port}/graphql"
+        direct = stack.subgraph_urls["registry"]
+        times = await sequential({"direct": direct, "gateway": gateway}, DOSSIER, args.requests)
+        d50, g50 = percentile(times["direct"], 50), percentile(times["gateway"], 50)
+        table = Table(title=f"1. dossier query, {args.requests} requests each, one at a time")
+        for column in ("path", "p50 ms", "p90 ms", "p99 ms"):
+            table.add_column(column)
+        for name in ("direct", "gateway"):
+            table.add_row(name, f"{percentile(times[name], 50):.2f}", f"{percentile(times[name], 90):.2f}", f"{percentile(times[name], 99):.2f}")
+        table.add_row("ratio gateway / direct (p50)", f"{g50 / d50:.2f}×", "", "")
+        console.print(table)
+        if g50 / d50 > 1.5:
+            failures.append(f"gateway/direct p50 ratio {g50 / d50:.2f} > 1.5")
+
+        spanning = await sequential({"gateway": gateway}, SPANNING, args.requests)
+        finds, commands = await asyncio.to_thread(round_trips, uri, gateway, SPANNING, 50)
+        table = Table(title="2. cross-subgraph query through the gateway (registry → benchmarks → registry)")
+        for column in ("p50 ms", "p99 ms", "finds / request", "other commands / request"):
+            table.add_column(column)
+        table.add_row(f"{percentile(spanning['gateway'], 50):.2f}", f"{percentile(spanning['gateway'], 99):.2f}", f"{finds:.1f}", f"{commands:.1f}")
+        console.print(table)
+
+        if not args.skip_subscriptions:
+            result = await subscriptions(args, uri, stack)
+            table = Table(title=f"4. {args.subscribers} runPublished subscribers through the gateway, {args.runs} runs 0.2 s apart")
+            for column in ("delivered", "duplicates", "p50 ms", "p99 ms", "max ms", "upstream WebSockets (gateway → registry)"):
+                table.add_column(column)
+            table.add_row(f"{result['delivered']} / {result['expected']}", str(result["duplicates"]), f"{result['p50']:.0f}",
+                          f"{result['p99']:.0f}", f"{result['max']:.0f}", str(result["upstream"]))
+            console.print(table)
+            if result["delivered"] != result["expected"] or result["p99"] > 250:
+                failures.append("subscriptions: not all delivered or p99 > 250 ms")
+    finally:
+        await asyncio.to_thread(stack.stop)
+
+    if not args.skip_throughput:
+        table = Table(title=f"3. {args.clients} concurrent clients, dossier query, {args.seconds:g} s each ({cores} cores)")
+        for column in ("processes per subgraph", "path", "req/s", "p50 ms", "p99 ms", "errors"):
+            table.add_column(column)
+        rates = {}
+        for replicas in (1, 2):
+            stack = await asyncio.to_thread(start_stack, uri, replicas, False)
+            try:
+                for path, url in (("gateway", f"http://127.0.0.1:{stack.port}/graphql"), ("direct", stack.subgraph_urls["registry"])):
+                    await load(url, DOSSIER, args.clients, 2.0)  # warm-up
+                    rate, p50, p99, errors = await load(url, DOSSIER, args.clients, args.seconds)
+                    rates[(replicas, path)] = rate
+                    table.add_row(str(replicas), path, f"{rate:.0f}", f"{p50:.1f}", f"{p99:.1f}", str(errors))
+            finally:
+                await asyncio.to_thread(stack.stop)
+        for path in ("gateway", "direct"):
+            table.add_row("2 vs 1", path, f"{rates[(2, path)] / rates[(1, path)]:.2f}×", "", "", "")
+        console.print(table)
+        if rates[(2, "gateway")] / rates[(1, "gateway")] < 1.6:
+            failures.append(f"2 replicas gave {rates[(2, 'gateway')] / rates[(1, 'gateway')]:.2f}× of one (target 1.6×; {cores} cores)")
+    console.print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    for failure in failures:
+        console.print(f"missed: {failure}")
+    return 1 if failures else 0
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--as-subscribers":
+        url, count, expect, out = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), Path(sys.argv[5])
+        asyncio.run(subscribers_main(url, count, expect, out, 120))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--subscribers", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--skip-subscriptions", action="store_true")
+    args = parser.parse_args()
+
+    from gateway.embedded import EmbeddedServer
+
+    os.environ["KERNELINDEX_HOME"] = tempfile.mkdtemp(prefix="kernelindex-bench-gateway-")
+    os.environ["KERNELINDEX_DATABASE"] = f"bench_gateway_{uuid.uuid4().hex[:8]}"
+    if os.environ.get("MONGODB_URI"):
+        return asyncio.run(run(args, os.environ["MONGODB_URI"]))
+    with EmbeddedServer(":memory:") as server:
+        return asyncio.run(run(args, server.uri))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

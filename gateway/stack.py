@@ -1,0 +1,228 @@
+"""The federated stack that `kernelindex serve` (and `make serve`) starts and supervises:
+
+    embedded database (unless MONGODB_URI)  ->  registry subgraph x N, benchmarks subgraph x N
+    (127.0.0.1 only)  ->  Hive Gateway on HOST:PORT (/graphql, composed at start from the
+    subgraphs' SDL)  ->  every other path forwarded to the web process (pages).
+
+Replicas of a subgraph share one loopback port (SO_REUSEPORT): the kernel spreads the gateway's
+connections over them, so the supergraph names one URL per subgraph.
+Ctrl-C / SIGTERM stops every process; a child that exits on its own stops the stack with one
+`error:` line. Children run in their own session (a terminal's Ctrl-C reaches only this process,
+which stops them in order) and die with this process if it is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from gateway.embedded import EmbeddedServer, _port_taken, clear_address, free_port, home, write_address
+from gateway.settings import Settings
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FEDERATION = REPO_ROOT / "federation"
+HIVE_GATEWAY = FEDERATION / "node_modules" / ".bin" / "hive-gateway"
+SUBGRAPHS = ("registry", "benchmarks")
+LOOPBACK = "127.0.0.1"
+
+
+class StackError(Exception):
+    """The stack could not start, or a part of it stopped; one line for the user."""
+
+
+class Stop(Exception):
+    """A stop signal arrived."""
+
+
+def _raise_stop(signum, frame) -> None:
+    raise Stop
+
+
+def _die_with_parent() -> None:
+    # Linux: the child gets SIGTERM when the stack process dies, even by SIGKILL.
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+@dataclass
+class Child:
+    name: str
+    process: subprocess.Popen
+
+    def stop(self, timeout_s: float) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@dataclass
+class Stack:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    replicas: int = 1
+    db_port: int | None = None
+    db_timeout: float = 30.0
+    load_data: bool = True
+    start_timeout: float = 120.0
+    settings: Settings = field(default_factory=Settings)
+    children: list[Child] = field(default_factory=list)
+    database: EmbeddedServer | None = None
+    subgraph_urls: dict[str, str] = field(default_factory=dict)  # name -> internal URL
+
+    # ------------------------------------------------------------ start
+
+    def start(self) -> None:
+        if self.replicas < 1:
+            raise StackError("--replicas must be 1 or more")
+        if _port_taken(self.host, self.port):
+            raise StackError(f"port {self.port} on {self.host} is already in use; choose another with --port")
+        if not HIVE_GATEWAY.exists():
+            raise StackError(f"Hive Gateway is not installed ({HIVE_GATEWAY} missing): run `make serve`, or `npm ci` in federation/")
+        uri = self._start_database()
+        if self.load_data:
+            from gateway.bootstrap import bootstrap
+            from gateway.cli.common import DATA_DIR
+
+            asyncio.run(bootstrap(uri, self.settings, DATA_DIR))
+        env = {**os.environ, "MONGODB_URI": uri}
+        urls = self.subgraph_urls
+        for name in SUBGRAPHS:
+            port = free_port(LOOPBACK)
+            urls[name] = f"http://{LOOPBACK}:{port}/graphql"
+            for replica in range(1, self.replicas + 1):
+                label = f"{name} subgraph" + (f" (replica {replica})" if self.replicas > 1 else "")
+                args = ["serve", "--subgraph", name, "--host", LOOPBACK, "--port", str(port), "--no-data"]
+                self._spawn(label, [sys.executable, "-m", "gateway.cli", *args, *(["--reuse-port"] if self.replicas > 1 else [])], env)
+        sdls = {name: self._wait_for_sdl(name, url) for name, url in urls.items()}
+        supergraph = home() / "supergraph.graphql"
+        supergraph.parent.mkdir(parents=True, exist_ok=True)
+        supergraph.write_text(compose_supergraph([(name, urls[name], sdls[name]) for name in SUBGRAPHS]))
+
+        web_port = free_port(LOOPBACK)
+        internal_host = LOOPBACK if self.host in ("0.0.0.0", "::", "") else self.host
+        graphql_url = f"http://{internal_host}:{self.port}/graphql"
+        self._spawn("web process", [sys.executable, "-m", "gateway.cli", "web", "--graphql", graphql_url, "--host", LOOPBACK, "--port", str(web_port)], env)
+        self._spawn(
+            "Hive Gateway",
+            [str(HIVE_GATEWAY), "supergraph", str(supergraph), "--config-path", str(FEDERATION / "gateway.config.mjs"), "--host", self.host, "--port", str(self.port)],
+            {**env, "KERNELINDEX_WEB_URL": f"http://{LOOPBACK}:{web_port}"},
+        )
+        self._wait_http("the web process", f"http://{LOOPBACK}:{web_port}/static/site.css")
+        self._wait_http("Hive Gateway", f"http://{internal_host}:{self.port}/readiness")
+
+    def _start_database(self) -> str:
+        if self.settings.mongodb_uri:
+            return self.settings.mongodb_uri
+        self.database = EmbeddedServer(home() / "db", port=self.db_port, log_path=home() / "secantusd.log", startup_timeout_s=self.db_timeout)
+        uri = self.database.start()
+        write_address(self.database)
+        print(f"embedded database on {uri} (data in {home() / 'db'})", file=sys.stderr)
+        return uri
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+        process = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, start_new_session=True, preexec_fn=_die_with_parent)
+        self.children.append(Child(name, process))
+
+    def _wait(self, what: str, ready) -> object:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            self.check()
+            try:
+                result = ready()
+                if result is not None:
+                    return result
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise StackError(f"{what} did not start within {self.start_timeout:g} s")
+
+    def _wait_for_sdl(self, name: str, url: str) -> str:
+        def ready():
+            body = httpx.post(url, json={"query": "{ _service { sdl } }"}, timeout=5).json()
+            return body["data"]["_service"]["sdl"]
+
+        return self._wait(f"the {name} subgraph", ready)
+
+    def _wait_http(self, what: str, url: str) -> None:
+        self._wait(what, lambda: True if httpx.get(url, timeout=5).status_code == 200 else None)
+
+    # ------------------------------------------------------------ run and stop
+
+    def check(self) -> None:
+        """StackError naming the first part that has exited."""
+        if self.database is not None and self.database.process.poll() is not None:
+            raise StackError(
+                f"the embedded database exited unexpectedly (code {self.database.process.returncode}); see {home() / 'secantusd.log'}"
+            )
+        for child in self.children:
+            code = child.process.poll()
+            if code is not None:
+                raise StackError(f"the {child.name} exited unexpectedly (code {code})")
+
+    def supervise(self) -> None:
+        """Until a part exits (StackError) or a stop signal (Stop)."""
+        while True:
+            self.check()
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        # The gateway first (no new requests), then the web process, then the subgraphs.
+        for child in reversed(self.children):
+            if child.process.poll() is None:
+                child.process.terminate()
+        for child in reversed(self.children):
+            child.stop(timeout_s=15)
+        if self.database is not None:
+            self.database.stop()
+            clear_address()
+
+
+def compose_supergraph(services: list[tuple[str, str, str]]) -> str:
+    """The supergraph SDL of (name, url, sdl) subgraphs, composed by the Guild's composer."""
+    payload = json.dumps([{"name": n, "url": u, "sdl": s} for n, u, s in services])
+    try:
+        done = subprocess.run(["node", str(FEDERATION / "compose.mjs"), "guild"], input=payload, capture_output=True, text=True, timeout=120)
+    except FileNotFoundError:
+        raise StackError("node is not installed (Node >= 20 is needed to compose the supergraph)") from None
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        raise StackError(f"composition failed: {(done.stderr or done.stdout).strip().splitlines()[-1:] or ['no output']}") from None
+    if done.returncode != 0 or not report.get("supergraphSdl"):
+        raise StackError("composition failed: " + "; ".join(report["guild"]["errors"] + report["apollo"]["errors"]))
+    return report["supergraphSdl"]
+
+
+def run_stack(stack: Stack) -> int:
+    """Start, print where, supervise; 0 after a stop signal. StackError propagates (after stopping
+    everything) for the caller to print as one `error:` line."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _raise_stop)
+    try:
+        stack.start()
+        print(f"KernelIndex GraphQL on http://{stack.host}:{stack.port}/graphql (registry + benchmarks subgraphs x{stack.replicas}, Hive Gateway)", file=sys.stderr)
+        stack.supervise()
+    except Stop:
+        return 0
+    finally:
+        # Signals during the orderly stop are ignored: it finishes either way.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        stack.stop()
+    return 0

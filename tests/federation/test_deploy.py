@@ -1,0 +1,74 @@
+"""deploy/: what can be checked without a cluster. Every manifest parses; every `kernelindex`
+command in them is accepted by the real command line; the gateway config loads in Node; and
+`kernelindex supergraph` composes with the in-cluster URLs the manifests use."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gateway.cli import build_parser
+from tests.command import kernelindex
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+
+
+def _documents() -> list[dict]:
+    docs = []
+    for path in sorted((DEPLOY / "kubernetes").glob("*.yaml")):
+        docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return docs
+
+
+def _containers(docs: list[dict]) -> dict[str, dict]:
+    found = {}
+    for doc in docs:
+        if doc["kind"] in ("Deployment", "StatefulSet"):
+            for container in doc["spec"]["template"]["spec"]["containers"]:
+                found[doc["metadata"]["name"]] = container
+    return found
+
+
+def test_manifests_describe_the_topology_and_their_commands_parse():
+    docs = _documents()
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    for expected in [("StatefulSet", "mongodb"), ("Deployment", "registry"), ("Deployment", "benchmarks"), ("Deployment", "gateway"),
+                     ("Deployment", "web"), ("Deployment", "runner-h200"), ("Service", "registry"), ("Service", "benchmarks")]:
+        assert expected in kinds
+    containers = _containers(docs)
+    assert "--replSet" in containers["mongodb"]["args"]
+    config = next(d for d in docs if d["kind"] == "ConfigMap")
+    assert "replicaSet=rs0" in config["data"]["MONGODB_URI"]
+    parser = build_parser()
+    commands = [c["command"] for c in containers.values() if c.get("command", [None])[0] == "kernelindex"]
+    assert len(commands) == 4  # registry, benchmarks, web, runner
+    for command in commands:
+        parser.parse_args(command[1:])  # exits (fails the test) on an unknown option or value
+    subgraphs = {name: parser.parse_args(containers[name]["command"][1:]) for name in ("registry", "benchmarks")}
+    assert {n: a.subgraph for n, a in subgraphs.items()} == {"registry": "registry", "benchmarks": "benchmarks"}
+    replicas = {d["metadata"]["name"]: d["spec"]["replicas"] for d in docs if d["kind"] == "Deployment"}
+    assert replicas["registry"] > 1 and replicas["benchmarks"] > 1
+    gateway_args = containers["gateway"]["args"]
+    assert gateway_args[:2] == ["supergraph", "/config/supergraph.graphql"] and "/config/gateway.config.mjs" in gateway_args
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_gateway_config_loads_and_supergraph_composes_for_the_cluster_urls():
+    check = (
+        "const { gatewayConfig: c } = await import(process.argv[1]);"
+        "console.log(JSON.stringify({ws: c.transportEntries['*.http'].options.subscriptions.kind,"
+        " plugins: c.plugins().length, headers: typeof c.propagateHeaders.fromClientToSubgraphs}));"
+    )
+    loaded = subprocess.run(["node", "--input-type=module", "-e", check, str(ROOT / "federation" / "gateway.config.mjs")],
+                            capture_output=True, text=True, timeout=60)
+    assert loaded.returncode == 0, loaded.stderr
+    assert json.loads(loaded.stdout) == {"ws": "ws", "plugins": 1, "headers": "function"}
+
+    result = kernelindex("supergraph", "--registry-url", "http://registry:4001/graphql", "--benchmarks-url", "http://benchmarks:4002/graphql")
+    assert result.returncode == 0, result.stderr
+    assert 'REGISTRY @join__graph(name: "registry", url: "http://registry:4001/graphql")' in result.stdout
+    assert 'BENCHMARKS @join__graph(name: "benchmarks", url: "http://benchmarks:4002/graphql")' in result.stdout

@@ -1,0 +1,226 @@
+"""The federated stack exactly as `make serve` starts it (`kernelindex serve`, the installed entry
+point, with the bundled data): the embedded database, the registry and benchmarks subgraphs on
+127.0.0.1, Hive Gateway on the port asked for, and the web process behind it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from gateway.embedded import free_port
+from tests import factories
+from tests.command import KERNELINDEX
+from tests.subscriptions.support import RUN_PUBLISHED, ws_connection
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
+]
+
+DEFINITION = "kernelindex-051-qkv-qknorm-backward"
+SPANNING = """query($name: String!) { definition(name: $name) { id name
+  comparisonGroups { leader { title } }
+  jobs(first: 5) { edges { node { state gpu implementation { name } run { title evidenceLevel } } } } } }"""
+REQUEST = """mutation($input: BenchmarkJobRequestInput!) { benchmarkJobRequest(input: $input) {
+  created job { id state definition { name } } userErrors { field code } } }"""
+JOB_UPDATED = "subscription($id: ID!) { benchmarkJobUpdated(id: $id) { cursor state job { id state gpu } } }"
+
+
+def _children(pid: int) -> list[int]:
+    """Every live descendant of `pid` (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [pid]
+    while stack:
+        for child in parents.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+class Stack:
+    def __init__(self, home: Path, *extra: str):
+        self.home, self.port = home, free_port()
+        self.env = {**{k: v for k, v in os.environ.items() if k != "MONGODB_URI"}, "KERNELINDEX_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+        self.log = open(home.parent / f"stack-{self.port}.log", "w+")
+        self.process = subprocess.Popen([KERNELINDEX, "serve", "--port", str(self.port), *extra], env=self.env, stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        self.url = f"http://127.0.0.1:{self.port}/graphql"
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def wait_ready(self, timeout: float = 240) -> Stack:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"serve exited early: {self.output()}")
+            if "KernelIndex GraphQL on" in self.output():
+                return self
+            time.sleep(0.3)
+        raise AssertionError(f"the stack did not start: {self.output()}")
+
+    def post(self, query: str, variables: dict | None = None, key: str | None = None) -> dict:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.post(self.url, json={"query": query, "variables": variables or {}}, headers=headers, timeout=60).json()
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([KERNELINDEX, *args], env=self.env, capture_output=True, text=True, timeout=120)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    home = tmp_path_factory.mktemp("stack") / "home"
+    started = Stack(home).wait_ready()  # with the bundled data, like `make serve`
+    yield started
+    started.stop()
+
+
+def _key(stack: Stack, scope: str, tmp: Path) -> str:
+    args = ["keys", "create", "--name", f"{scope}-{time.monotonic_ns()}", "--scope", scope]
+    if scope == "runner":
+        private = Ed25519PrivateKey.generate()
+        (tmp / "runner.pub.pem").write_bytes(private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        args += ["--public-key", str(tmp / "runner.pub.pem")]
+    created = stack.cli(*args)
+    assert created.returncode == 0, created.stderr
+    return created.stdout.strip()
+
+
+def test_subgraphs_listen_on_loopback_only_and_the_gateway_serves_both(stack):
+    subgraphs = [pid for pid in _children(stack.process.pid) if "--subgraph" in _cmdline(pid)]
+    assert len(subgraphs) == 2
+    for pid in subgraphs:
+        assert "--host 127.0.0.1" in _cmdline(pid)
+    sdl = stack.post("{ __schema { queryType { fields { name } } } }")["data"]["__schema"]["queryType"]["fields"]
+    names = {f["name"] for f in sdl}
+    assert {"runByExternalId", "definition", "benchmarkJobs"} <= names and "_entities" not in names
+
+
+def test_an_authenticated_mutation_and_a_query_spanning_both_subgraphs(stack, tmp_path):
+    definition = stack.post(SPANNING, {"name": DEFINITION})["data"]["definition"]
+    request = {"definition": definition["id"], "implementation": "kernelindex-051-ext-streamnorm", "gpu": "NVIDIA H200", "idempotencyKey": "stack-1"}
+
+    anonymous = stack.post(REQUEST, {"input": request})["data"]["benchmarkJobRequest"]
+    assert anonymous["userErrors"] == [{"field": "authorization", "code": "UNAUTHENTICATED"}]
+    maintainer = _key(stack, "maintainer", tmp_path)
+    made = stack.post(REQUEST, {"input": request}, key=maintainer)["data"]["benchmarkJobRequest"]
+    assert made["userErrors"] == [] and made["created"] is True
+    # benchmarks -> registry: the job's definition is resolved by the registry, by key.
+    assert made["job"]["state"] == "queued" and made["job"]["definition"]["name"] == DEFINITION
+
+    # registry -> benchmarks: the definition (registry) with its jobs (benchmarks) and each
+    # job's implementation (registry again), in one request through the gateway.
+    body = stack.post(SPANNING, {"name": DEFINITION})
+    assert "errors" not in body, body
+    data = body["data"]["definition"]
+    assert data["name"] == DEFINITION
+    assert any(g["leader"] and g["leader"]["title"] for g in data["comparisonGroups"])
+    jobs = [e["node"] for e in data["jobs"]["edges"]]
+    assert {"state": "queued", "gpu": "NVIDIA H200", "implementation": {"name": "kernelindex-051-ext-streamnorm"}, "run": None} in jobs
+
+
+async def test_a_subscription_of_each_subgraph_through_the_gateway(stack, tmp_path):
+    ws = stack.url.replace("http://", "ws://")
+    definition = stack.post(SPANNING, {"name": DEFINITION})["data"]["definition"]["id"]
+    maintainer, runner = _key(stack, "maintainer", tmp_path), _key(stack, "runner", tmp_path)
+    request = {"definition": definition, "implementation": "kernelindex-051-ext-streamnorm", "gpu": "NVIDIA H200", "idempotencyKey": "stack-2"}
+    assert stack.post(REQUEST, {"input": request}, key=maintainer)["data"]["benchmarkJobRequest"]["job"]
+    # A claim takes the oldest queued job (another test's may be older): watch that one.
+    queued = stack.post('{ benchmarkJobs(filter: {state: queued}, first: 100) { nodes { id } } }')["data"]["benchmarkJobs"]["nodes"]
+    job = queued[-1]
+
+    # registry: runPublished, public.
+    async with ws_connection(ws) as connection:
+        await connection.subscribe("runs", RUN_PUBLISHED)
+        await asyncio.sleep(1.5)  # the gateway opens its own subscription to the subgraph
+        bundle = factories.run_bundle("through-the-stack")
+        manifests = tmp_path / "m.json"
+        manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+        loaded = await asyncio.to_thread(stack.cli, "load", str(manifests))
+        assert loaded.returncode == 0, loaded.stderr
+        message = await connection.next_data("runs", timeout=30)
+    assert message["runPublished"]["run"]["name"] == "synthetic-through-the-stack"
+
+    # benchmarks: benchmarkJobUpdated, with the key in connection_init (passed on upstream).
+    async with ws_connection(ws, {"Authorization": "Bearer not-a-key"}) as connection:
+        await connection.subscribe("job", JOB_UPDATED, {"id": job["id"]})
+        refused = await connection.receive("job", timeout=30)
+    assert refused["type"] in ("error", "next") and "UNAUTHENTICATED" in json.dumps(refused)
+    async with ws_connection(ws, {"Authorization": f"Bearer {maintainer}"}) as connection:
+        await connection.subscribe("job", JOB_UPDATED, {"id": job["id"]})
+        await asyncio.sleep(1.5)
+        claim = 'mutation { benchmarkJobClaim(input: {gpu: "NVIDIA H200", leaseSeconds: 600}) { job { id } userErrors { code } } }'
+        claimed = await asyncio.to_thread(stack.post, claim, None, runner)
+        assert claimed["data"]["benchmarkJobClaim"]["job"]["id"] == job["id"], claimed
+        event = await connection.next_data("job", timeout=30)
+    assert event["benchmarkJobUpdated"]["state"] == "claimed"
+    assert event["benchmarkJobUpdated"]["job"] == {"id": job["id"], "state": "claimed", "gpu": "NVIDIA H200"}
+
+
+def test_pages_are_served_through_the_gateway(stack):
+    run = stack.post('{ runByExternalId(source: "sol-execbench", externalId: "37369") { digest title } }')["data"]["runByExternalId"]
+    page = httpx.get(f"http://127.0.0.1:{stack.port}/runs/{run['digest']}", headers={"Accept": "text/html"}, timeout=60)
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert run["title"].split(" · ")[1] in page.text
+
+
+def test_sigterm_stops_every_process(tmp_path):
+    started = Stack(tmp_path / "home", "--no-data", "--replicas", "2").wait_ready()
+    children = _children(started.process.pid)
+    assert len([pid for pid in children if "--subgraph registry" in _cmdline(pid)]) == 2
+    assert len([pid for pid in children if "--subgraph benchmarks" in _cmdline(pid)]) == 2
+    started.stop()
+    assert started.process.returncode == 0, started.output()
+    time.sleep(0.5)
+    assert [pid for pid in children if Path(f"/proc/{pid}").exists() and _cmdline(pid)] == []
+    assert not (tmp_path / "home" / "db.json").exists()
+
+
+def test_a_crashed_subgraph_stops_the_stack_with_one_error_line(tmp_path):
+    started = Stack(tmp_path / "home", "--no-data").wait_ready()
+    children = _children(started.process.pid)
+    victim = next(pid for pid in children if "--subgraph benchmarks" in _cmdline(pid))
+    os.kill(victim, signal.SIGKILL)
+    try:
+        started.process.wait(timeout=60)
+    finally:
+        started.stop()
+    assert started.process.returncode == 1
+    errors = [line for line in started.output().splitlines() if line.startswith("error:")]
+    assert errors == ["error: the benchmarks subgraph exited unexpectedly (code -9)"]
+    time.sleep(0.5)
+    assert [pid for pid in children if Path(f"/proc/{pid}").exists() and _cmdline(pid)] == []
