@@ -157,6 +157,20 @@ async def transition(db: AsyncDatabase, job: dict[str, Any], state: JobState, **
     return updated
 
 
+async def renew_lease(db: AsyncDatabase, job: dict[str, Any], lease_seconds: int) -> dict[str, Any]:
+    """Extend a held job's lease to `lease_seconds` from now, guarded by its lease token (a runner
+    that lost the lease meanwhile is told so). Not a state change: no history entry, no event."""
+    now = datetime.now(UTC)
+    updated = await db.jobs.find_one_and_update(
+        {"_id": job["_id"], "lease.token": job["lease"]["token"], "state": {"$in": ACTIVE}},
+        {"$set": {"lease.expiresAt": now + timedelta(seconds=lease_seconds), "updatedAt": now}},
+        return_document=ReturnDocument.AFTER,
+    )
+    if updated is None:
+        raise JobError("JOB_NOT_HELD", f"job {job['_id']} changed hands meanwhile")
+    return updated
+
+
 async def fail_or_retry(db: AsyncDatabase, job: dict[str, Any], code: FailureCode, message: str) -> dict[str, Any]:
     """A failure the runner reports. Deterministic failures (compile, numerics) are final;
     runtime errors and timeouts go back to the queue while attempts remain."""

@@ -15,14 +15,17 @@ from kernels.runner.client import LEASE_SECONDS
 JOB_TIMEOUT_S = 3 * 3600.0
 
 USAGE = """
-  online:  kernelindex runner --api URL --api-key SECRET --signing-key key.pem [--gpu NAME] [--once]
-  offline: kernelindex runner --job job.json --out result.json --signing-key key.pem"""
+  online:  kernelindex runner --signing-key key.pem [--api URL] [--api-key SECRET] [--gpu NAME] [--once]
+  offline: kernelindex runner --signing-key key.pem --job job.json --out result.json
+  devices: kernelindex runner --devices"""
 
 
 def register(sub) -> None:
     runner = sub.add_parser("runner", help="run benchmark jobs and sign their results (needs the kernels extra)",
                             description=__doc__.split("\n\n")[0] + USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_signing_key(runner, "ed25519 private key (PEM) registered with the runner's API key")
+    add_signing_key(runner, "ed25519 private key (PEM) registered with the runner's API key", required=False)
+    runner.add_argument("--devices", action="store_true",
+                        help="print the devices this host can run jobs for (as jobs name them in `gpu`), best first, and exit")
     online = runner.add_argument_group("online (claims from the API)")
     add_api_options(online, "the runner's API key")
     online.add_argument("--gpu", default=None, help="GPU product to claim jobs for (default and check: this host's)")
@@ -38,9 +41,17 @@ def register(sub) -> None:
 
 
 def cmd_runner(args: argparse.Namespace, settings: Settings) -> int:
+    require_kernels_extra("runner")
+    if args.devices:
+        from kernels.runner.device import host_devices
+
+        for found in host_devices():
+            print(found.product)
+        return 0
+    if args.signing_key is None:
+        raise CommandError("--signing-key: required to run jobs (the key results are signed with)")
     if args.job is not None and not args.out:
         raise CommandError("--out: required with --job (where the result goes)")
-    require_kernels_extra("runner")
     signing_key = load_signing_key(args.signing_key)
     if args.job is not None:
         from kernels.runner.offline import run_offline

@@ -35,7 +35,10 @@ class Outcome:
 
 
 def _log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    # The harness logs a traceback after a failing case; the case line before it already names
+    # the exception, and a runner's output never shows a traceback.
+    if not message.startswith("Traceback (most recent call last)"):
+        print(message, file=sys.stderr, flush=True)
 
 
 def _find_operation(definition_digest: str):

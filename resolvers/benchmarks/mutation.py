@@ -1,4 +1,4 @@
-"""The benchmarks Mutation root: benchmark jobs (request, claim, start, complete, fail).
+"""The benchmarks Mutation root: benchmark jobs (request, claim, start, renew a lease, complete, fail).
 
 Every mutation checks the caller's scope first and answers expected failures in `userErrors`
 (nothing written); unexpected ones are masked like any other error.
@@ -45,6 +45,12 @@ class BenchmarkJobPayload:
 class BenchmarkJobClaimInput:
     gpu: str
     lease_seconds: int = 900
+
+
+@strawberry.input
+class BenchmarkJobRenewLeaseInput:
+    job: strawberry.ID
+    lease_seconds: int = strawberry.field(description="The new lease, counted from now.")
 
 
 @strawberry.input
@@ -136,6 +142,19 @@ class Mutation:
             if job["state"] == jobs.JobState.claimed.value:
                 job = await jobs.transition(info.context.db, job, jobs.JobState.running)
             return BenchmarkJobPayload(job=BenchmarkJob.from_doc(job))
+        except Refusal as refusal:
+            return BenchmarkJobPayload(user_errors=[refusal.error])
+        except jobs.JobError as error:
+            return BenchmarkJobPayload(user_errors=[UserError(field="job", message=str(error), code=error.code)])
+
+    @strawberry.mutation(description="Extend the lease on a held job, counted from now (runner key): a runner renews it while a long job runs.")
+    async def benchmark_job_renew_lease(self, info: Info, input: BenchmarkJobRenewLeaseInput) -> BenchmarkJobPayload:
+        try:
+            key = require_scope(info, Scope.runner)
+            if not 1 <= input.lease_seconds <= MAX_LEASE_SECONDS:
+                raise Refusal("BAD_USER_INPUT", f"leaseSeconds must be 1..{MAX_LEASE_SECONDS}", "leaseSeconds")
+            job = await jobs.held_job(info.context.db, _job_key(input.job), key.id)
+            return BenchmarkJobPayload(job=BenchmarkJob.from_doc(await jobs.renew_lease(info.context.db, job, input.lease_seconds)))
         except Refusal as refusal:
             return BenchmarkJobPayload(user_errors=[refusal.error])
         except jobs.JobError as error:

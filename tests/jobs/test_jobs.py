@@ -194,3 +194,24 @@ async def test_runner_reported_failures(api, db):
     await claim(api, runner)
     final = (await api.data(fail, {"job": job["id"], "code": "compile_error"}, bearer(runner)))["benchmarkJobFail"]
     assert final["job"]["state"] == "failed" and final["job"]["failure"]["code"] == "compile_error"
+
+
+RENEW = """mutation($job: ID!, $lease: Int!) { benchmarkJobRenewLease(input: {job: $job, leaseSeconds: $lease}) {
+  job { state lease { expiresAt } } userErrors { field message code } } }"""
+
+
+async def test_only_the_holder_renews_a_lease_and_only_while_it_lives(api, db):
+    objects, maintainer, job = await _queued_job(api, db)
+    runner = await support.key(db, Scope.runner, Ed25519PrivateKey.generate())
+    other = await support.key(db, Scope.runner, Ed25519PrivateKey.generate(), name="other")
+    await claim(api, runner, lease=60)
+    renewed = (await api.data(RENEW, {"job": job["id"], "lease": 3600}, bearer(runner)))["benchmarkJobRenewLease"]
+    expires = datetime.fromisoformat(renewed["job"]["lease"]["expiresAt"])
+    assert renewed["userErrors"] == [] and expires > datetime.now(UTC) + timedelta(seconds=3500)
+    refused = (await api.data(RENEW, {"job": job["id"], "lease": 3600}, bearer(other)))["benchmarkJobRenewLease"]
+    assert refused["userErrors"][0]["code"] == "JOB_NOT_HELD"
+    too_long = (await api.data(RENEW, {"job": job["id"], "lease": 10**6}, bearer(runner)))["benchmarkJobRenewLease"]
+    assert too_long["userErrors"][0]["field"] == "leaseSeconds"
+    await db.jobs.update_one({"_id": ids.decode_as(job["id"], "BenchmarkJob")}, {"$set": {"lease.expiresAt": datetime.now(UTC) - timedelta(seconds=1)}})
+    late = (await api.data(RENEW, {"job": job["id"], "lease": 3600}, bearer(runner)))["benchmarkJobRenewLease"]
+    assert late["userErrors"][0]["code"] == "LEASE_EXPIRED"
