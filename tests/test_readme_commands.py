@@ -1,0 +1,200 @@
+"""Every command line in the READMEs' code blocks works as written.
+
+Commands are read from the fenced code blocks of READMES each time the tests are collected, so a
+command added to a README is tested without touching this file. Each command line is one of:
+
+- long-running (LONG_RUNNING: it serves, or runs for minutes): only its help runs (`-h`, or
+  `make -n` for a make target), and every `--flag` the line names must appear in that help;
+- a synopsis (it has placeholders: `[...]`, `FILE...`, `<...>`, `KEY_ID`, `a|b`): the same check;
+- anything else is run for real: the runnable lines of a block run in order in one bash (so
+  `VAR=$(...)` carries to later lines), in a temporary directory, against a fresh
+  `kernelindex serve` (its own database, the bundled data loaded), and must exit 0. A block that
+  contains a command named in EXPECTED_OUTPUT must also print that text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gateway.embedded import free_port
+from tests.command import KERNELINDEX
+
+REPO = Path(__file__).resolve().parents[1]
+READMES = ["README.md", "loaders/sol_execbench/README.md", "bench/README.md"]
+# Not a README of commands: kernels/BENCHMARKS.md is a lab notebook (commands as they were run then).
+
+LONG_RUNNING = (
+    "make serve", "make test", "make bench-api", "make bench-import", "make bench-subscriptions",
+    "kernelindex serve", "kernelindex bench", "python bench/",
+)
+EXPECTED_OUTPUT = {"kernelindex jobs show": "(KernelIndex Verified, passed)"}
+
+PROGRAMS = ("kernelindex", "make", "openssl", "python", "curl")
+PLACEHOLDER = re.compile(r"\[|\]|\.\.\.|<[^>]*>|\w\|\w|(?<![$\w])[A-Z][A-Z0-9_]+(?![\w=])")
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+@dataclass(frozen=True)
+class Command:
+    readme: str
+    line: int
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.readme}:{self.line}"
+
+    @property
+    def checked_by_help(self) -> bool:
+        return self.text.startswith(LONG_RUNNING) or bool(PLACEHOLDER.search(self.text))
+
+
+@dataclass(frozen=True)
+class Block:
+    readme: str
+    line: int
+    commands: tuple[Command, ...]
+
+    @property
+    def id(self) -> str:
+        return f"{self.readme}:{self.line}"
+
+
+def _strip_comment(line: str) -> str:
+    return re.sub(r"\s+#(\s.*)?$", "", line).strip()
+
+
+def _is_command(line: str) -> bool:
+    body = re.sub(r"^[A-Z_][A-Z0-9_]*=\$\(", "", line)  # VAR=$(command ...)
+    return body.split(" ", 1)[0] in PROGRAMS
+
+
+def blocks() -> list[Block]:
+    found = []
+    for readme in READMES:
+        lines = (REPO / readme).read_text(encoding="utf-8").splitlines()
+        inside, start, commands, pending = False, 0, [], None
+        for number, raw in enumerate(lines, 1):
+            stripped = raw.strip()
+            if stripped.startswith("```"):
+                if inside and commands:
+                    found.append(Block(readme, start, tuple(commands)))
+                inside, start, commands, pending = not inside, number, [], None
+                continue
+            if not inside:
+                continue
+            text = _strip_comment(stripped)
+            if pending is not None:  # a continuation of the previous line
+                pending = (pending[0], pending[1] + " " + text.rstrip("\\").strip())
+                if not text.endswith("\\"):
+                    commands.append(Command(readme, pending[0], pending[1]))
+                    pending = None
+                continue
+            if not _is_command(text):
+                continue
+            if text.endswith("\\"):
+                pending = (number, text.rstrip("\\").strip())
+            else:
+                commands.append(Command(readme, number, text))
+    return found
+
+
+ALL_BLOCKS = blocks()
+HELP_CHECKED = [c for b in ALL_BLOCKS for c in b.commands if c.checked_by_help]
+RUNNABLE = [b for b in ALL_BLOCKS if any(not c.checked_by_help for c in b.commands)]
+
+
+def test_the_readmes_have_commands_of_both_kinds():
+    # A parser that found nothing would make every test below vacuous.
+    assert len(HELP_CHECKED) >= 10 and len(RUNNABLE) >= 2
+    assert any("kernelindex runner" in c.text and "--once" in c.text for b in RUNNABLE for c in b.commands)
+
+
+def _help_command(command: Command) -> tuple[list[str], Path]:
+    words = command.text.split()
+    if words[0] == "make":
+        return ["make", "-n", words[1]], REPO
+    if words[0] == "python":
+        return [sys.executable, words[1], "-h"], REPO
+    verbs = []
+    for word in words[1:]:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", word):
+            break
+        verbs.append(word)
+    return [KERNELINDEX, *verbs, "-h"], REPO
+
+
+@pytest.mark.parametrize("command", HELP_CHECKED, ids=[c.id for c in HELP_CHECKED])
+def test_long_running_and_synopsis_lines_match_their_help(command: Command):
+    argv, cwd = _help_command(command)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{command.id}: `{' '.join(argv)}` failed:\n{done.stderr[-2000:]}"
+    if argv[:2] != ["make", "-n"]:
+        unknown = [flag for flag in FLAG.findall(command.text) if flag not in done.stdout]
+        assert unknown == [], f"{command.id}: {command.text}\nflags not in `{' '.join(argv)}`: {unknown}"
+
+
+@pytest.fixture(scope="module")
+def served(mongo_uri, tmp_path_factory):
+    """A fresh `kernelindex serve` (own database, bundled data loaded) and the environment a
+    README reader has: the venv's commands first on PATH, the API and database of that server."""
+    home = tmp_path_factory.mktemp("home")
+    database = f"readme_{uuid.uuid4().hex[:10]}"
+    port = free_port()
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "MONGODB_URI": mongo_uri,
+        "KERNELINDEX_DATABASE": database,
+        "KERNELINDEX_HOME": str(home),
+        "KERNELINDEX_API": f"http://127.0.0.1:{port}/graphql",
+    }
+    env.pop("KERNELINDEX_API_KEY", None)
+    log = open(home / "serve.log", "w")
+    proc = subprocess.Popen([KERNELINDEX, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert proc.poll() is None, (home / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "serve did not answer in 300 s"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    break
+            except (httpx.HTTPError, socket.error):
+                pass
+            time.sleep(0.5)
+        yield env, tmp_path_factory.mktemp("reader")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+        import pymongo
+
+        pymongo.MongoClient(mongo_uri).drop_database(database)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
+def test_runnable_blocks_run_as_written(block: Block, served):
+    env, workdir = served
+    script = "\n".join(c.text for c in block.commands if not c.checked_by_help)
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{block.id} failed:\n{script}\n--- stderr:\n{done.stderr[-3000:]}"
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    for command, expected in EXPECTED_OUTPUT.items():
+        if command in script:
+            assert expected in done.stdout, f"{block.id}: expected {expected!r} in:\n{done.stdout[-2000:]}"
