@@ -1,7 +1,7 @@
 """Every command line in the READMEs' code blocks works as written.
 
-Commands are read from the fenced code blocks of READMES each time the tests are collected, so a
-command added to a README is tested without touching this file. Each command line is one of:
+Commands are read from the fenced code blocks of every README.md each time the tests are
+collected, so a command added to a README is tested without touching this file. Each command line is one of:
 
 - long-running (LONG_RUNNING: it serves, or runs for minutes): only its help runs (`-h`, or
   `make -n` for a make target), and every `--flag` the line names must appear in that help;
@@ -31,8 +31,12 @@ from gateway.embedded import free_port
 from tests.command import KERNELINDEX
 
 REPO = Path(__file__).resolve().parents[1]
-READMES = ["README.md", "loaders/sol_execbench/README.md", "bench/README.md"]
-# Not a README of commands: kernels/BENCHMARKS.md is a lab notebook (commands as they were run then).
+# Every README.md in the tree (a new one is picked up too). kernels/BENCHMARKS.md is not among
+# them: it is a lab notebook, with commands as they were run at the time.
+READMES = sorted(
+    str(path.relative_to(REPO)) for path in REPO.rglob("README.md")
+    if not {"node_modules", ".venv", ".git"} & set(path.relative_to(REPO).parts)
+)
 
 LONG_RUNNING = (
     "make serve", "make test", "make bench-api", "make bench-import", "make bench-subscriptions",
