@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kernels.runner import device, report
 from kernels.runner.execute import JobFailure, execute_job
-from kernels.runner.supervise import supervised
+from kernels.runner.supervise import stop_signals, time_limit
 
 
 def run_offline(job_path: Path, out: Path, signing_key, timeout_s: float | None = None) -> int:
@@ -25,14 +25,12 @@ def run_offline(job_path: Path, out: Path, signing_key, timeout_s: float | None 
     job = document.get("runnerDocument", document)
     job_id = job.get("id")
     try:
-        with supervised(timeout_s):
+        with stop_signals(), time_limit(timeout_s):
             why_not = device.refusal(job, device.host_devices())
             if why_not:
                 raise JobFailure("runtime_error", why_not)
             outcome = execute_job(job, signing_key)
-    except BaseException as error:  # every failure after the claim is reported, never raised
-        if isinstance(error, KeyboardInterrupt):
-            error = report.Stopped("SIGINT")
+    except (Exception, report.Stopped, report.TimedOut) as error:  # every failure after the claim is reported, never raised
         failure = report.failure_from(error)
         out.write_text(json.dumps(report.failure_document(job_id, failure), indent=1))
         print(f"error: job {job_id} failed ({failure.code}): {failure}; wrote {out} for `kernelindex submit-result`", file=sys.stderr)

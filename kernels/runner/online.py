@@ -15,7 +15,7 @@ from kernels.runner import device, report
 from kernels.runner.client import ApiError, RegistryClient
 from kernels.runner.execute import JobFailure, execute_job
 from kernels.runner.lease import LeaseKeeper
-from kernels.runner.supervise import supervised
+from kernels.runner.supervise import stop_signals, time_limit
 
 
 def _say(message: str) -> None:
@@ -28,51 +28,46 @@ def run_online(args, api_key: str, signing_key) -> int:
     if device.device_for(gpu, devices) is None:
         _say(f"error: --gpu: this host has no {gpu!r} (detected: {', '.join(d.product for d in devices)})")
         return 1
-    with RegistryClient(args.api, api_key, args.timeout) as client:
+    # One signal handler for the runner's whole life, so no moment between a claim and its
+    # report is left where a stop signal would kill the process with the job still held.
+    with stop_signals(), RegistryClient(args.api, api_key, args.timeout) as client:
         while True:
+            job = None
             try:
-                with supervised(None):
-                    job = client.claim(gpu, args.lease)
+                job = client.claim(gpu, args.lease)
+                if job is None:
+                    if args.once:
+                        _say(f"no queued job for {gpu}")
+                        return 0
+                    time.sleep(args.poll)
+                    continue
+                _run_claimed(client, job, devices, signing_key, args)
             except report.Stopped as stop:
-                _say(f"stopped ({stop}) while waiting for jobs")
+                if job is not None:
+                    _report_failure(client, job["id"], report.failure_from(stop))
+                _say(f"stopped ({stop})")
                 return 0
             except ApiError as error:
                 _say(f"error: claim: {error}")
                 return 1
-            if job is None:
-                if args.once:
-                    _say(f"no queued job for {gpu}")
-                    return 0
-                try:
-                    with supervised(None):
-                        time.sleep(args.poll)
-                except report.Stopped as stop:
-                    _say(f"stopped ({stop}) while waiting for jobs")
-                    return 0
-                continue
-            stopped = _run_claimed(client, job, devices, signing_key, args)
-            if stopped or args.once:
+            if args.once:
                 return 0
 
 
-def _run_claimed(client: RegistryClient, job: dict, devices, signing_key, args) -> bool:
-    """Run one claimed job to a reported end; True when a stop signal ended it."""
+def _run_claimed(client: RegistryClient, job: dict, devices, signing_key, args) -> None:
+    """Run one claimed job to a reported end (a stop signal is left to the caller to report)."""
     document = job["runnerDocument"]
-    keeper = LeaseKeeper(client, job["id"], args.lease)
     try:
-        with supervised(args.job_timeout), keeper:
+        with time_limit(args.job_timeout), LeaseKeeper(client, job["id"], args.lease):
             why_not = device.refusal(document, devices)
             if why_not:
                 raise JobFailure("runtime_error", why_not)
             client.start(job["id"])
             outcome = execute_job(document, signing_key)
-    except BaseException as error:  # every failure after the claim is posted, never raised
-        if isinstance(error, KeyboardInterrupt):
-            error = report.Stopped("SIGINT")
+    except (Exception, report.TimedOut) as error:  # every failure after the claim is posted, never raised
         _report_failure(client, job["id"], report.failure_from(error))
-        return isinstance(error, report.Stopped)
+        return
     _report_result(client, job["id"], outcome.envelope)
-    return False
 
 
 def _report_result(client: RegistryClient, job_id: str, envelope: dict) -> None:

@@ -1,5 +1,5 @@
-"""Signals and the time limit around one job: SIGTERM/SIGINT and the alarm become exceptions in
-the job's thread, so the code that claimed the job always gets to report it."""
+"""Signals and the time limit around a runner's work: SIGTERM/SIGINT and the alarm become
+exceptions in the main thread, so the code that claimed a job always gets to report it."""
 
 from __future__ import annotations
 
@@ -14,22 +14,31 @@ def _stop(signum, frame) -> None:
     raise Stopped(signal.Signals(signum).name)
 
 
-def _alarm(limit_s: float):
-    def handler(signum, frame) -> None:
-        raise TimedOut(f"{limit_s:g} s")
-
-    return handler
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """For the runner's whole life: a stop signal raises Stopped wherever the runner is."""
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextlib.contextmanager
-def supervised(timeout_s: float | None) -> Iterator[None]:
-    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    if timeout_s:
-        previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, _alarm(timeout_s))
-        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Around one job: past `seconds`, TimedOut is raised in it."""
+    if not seconds:
+        yield
+        return
+
+    def expired(signum, frame) -> None:
+        raise TimedOut(f"{seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signal.signal(signal.SIGALRM, previous)

@@ -1,6 +1,7 @@
 """A runner never strands a job. Each test runs the installed `kernelindex runner` (a real
 process) against a live server on the CPU: a job for a GPU this host lacks, a job whose
-implementation raises, and a long job that keeps its lease and is re-queued on SIGTERM."""
+implementation raises, a long job that keeps its lease and is re-queued on SIGTERM, and a job
+past the runner's time limit."""
 
 import json
 import signal
@@ -136,3 +137,21 @@ async def test_a_long_job_keeps_its_lease_and_sigterm_requeues_it(api, db, live_
     job = await _job(db, requested)
     assert job["state"] == "queued" and job["attempts"] == 1 and job["lease"] is None
     assert job["failure"]["code"] == "runtime_error" and "SIGTERM" in job["failure"]["message"]
+
+
+async def test_a_job_past_its_time_limit_ends_as_a_timeout(api, db, live_site, tmp_path):
+    objects, cpu = await _registry(db)  # all 16 cases: far longer than the 3 s allowed
+    maintainer, runner_key, pem = await _keys(db, tmp_path)
+    requested = await support.request(api, maintainer, objects, implementation="kernelindex-051-reference", gpu=cpu)
+    assert requested["userErrors"] == [], requested
+    env = {"KERNELINDEX_API": f"{live_site}/graphql", "KERNELINDEX_API_KEY": runner_key}
+    job_file, result_file = str(tmp_path / "job.json"), tmp_path / "result.json"
+
+    assert kernelindex("jobs", "claim", "--gpu", cpu, "--out", job_file, env=env).returncode == 0
+    ran = kernelindex("runner", "--signing-key", pem, "--job", job_file, "--out", str(result_file), "--job-timeout", "3", env=env, timeout=300)
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr
+    failure = json.loads(result_file.read_text())["failure"]
+    assert failure == {"code": "timeout", "message": "the job ran longer than 3 s"}
+    assert kernelindex("submit-result", str(result_file), env=env).returncode == 0
+    job = await _job(db, requested)
+    assert job["state"] == "queued" and job["failure"]["code"] == "timeout"  # retried: it may fit another host
