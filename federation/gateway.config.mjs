@@ -14,6 +14,44 @@ const GATEWAY_PATHS = new Set(["/graphql", "/healthcheck", "/readiness"]);
 const DROPPED_REQUEST_HEADERS = ["host", "connection", "keep-alive", "transfer-encoding", "content-length"];
 const DROPPED_RESPONSE_HEADERS = ["connection", "keep-alive", "transfer-encoding", "content-encoding", "content-length"];
 
+// At most this many subscriptions at once on one client connection (the subgraphs do not limit
+// the gateway's own upstream connections, which carry many clients' subscriptions).
+const MAX_SUBSCRIPTIONS_PER_CONNECTION = 20;
+
+function limitSubscriptionsPerConnection(limit) {
+  const active = new WeakMap(); // client WebSocket -> subscriptions running on it
+  return {
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const socket = args.contextValue?.socket;
+      if (!socket) return undefined;
+      const running = active.get(socket) ?? 0;
+      if (running >= limit) {
+        const message = `at most ${limit} subscriptions may run at once on one connection; complete one first or open another connection`;
+        setResultAndStopExecution({ errors: [new GraphQLError(message, { extensions: { code: "TOO_MANY_SUBSCRIPTIONS" } })] });
+        return undefined;
+      }
+      active.set(socket, running + 1);
+      let released = false;
+      const release = () => {
+        if (!released) {
+          released = true;
+          active.set(socket, (active.get(socket) ?? 1) - 1);
+        }
+      };
+      return {
+        onSubscribeResult({ result }) {
+          if (typeof result?.[Symbol.asyncIterator] !== "function") {
+            release(); // refused or failed before it started
+            return undefined;
+          }
+          return { onEnd: release };
+        },
+        onSubscribeError: release,
+      };
+    },
+  };
+}
+
 function forwardPagesTo(webUrl) {
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
@@ -67,7 +105,7 @@ export const gatewayConfig = defineConfig({
       },
     },
   },
-  plugins: () => [forwardPagesTo(process.env.KERNELINDEX_WEB_URL)],
+  plugins: () => [forwardPagesTo(process.env.KERNELINDEX_WEB_URL), limitSubscriptionsPerConnection(MAX_SUBSCRIPTIONS_PER_CONNECTION)],
   maskedErrors: { maskError: keepSubgraphCodes },
 });
 

@@ -32,13 +32,13 @@ class KernelIndexGraphQL(GraphQL):
 
     graphql_transport_ws_handler_class = SubscriptionLimitHandler  # a coded error past the limit
 
-    def __init__(self, schema, app_state: Any, settings: Settings):
+    def __init__(self, schema, app_state: Any, settings: Settings, max_subscriptions: int | None = MAX_SUBSCRIPTIONS_PER_CONNECTION):
         super().__init__(
             schema,
             graphql_ide=None,  # GraphiQL is the web app's /graphiql, with local assets
             # graphql-transport-ws only: the legacy protocol had an auth bypass.
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
-            max_subscriptions_per_connection=MAX_SUBSCRIPTIONS_PER_CONNECTION,
+            max_subscriptions_per_connection=max_subscriptions,
         )
         self.app_state = app_state
         self.settings = settings
@@ -148,7 +148,10 @@ def create_app(
     schema = build_schema(settings, subgraph)
     app.state.schema = schema
     app.state.settings = settings
-    graphql = KernelIndexGraphQL(schema, app.state, settings)
+    # Behind the gateway a subgraph's WebSocket client is the gateway, which carries many users'
+    # subscriptions on one connection: the per-connection limit is the gateway's, per client
+    # (federation/gateway.config.mjs), not the subgraph's.
+    graphql = KernelIndexGraphQL(schema, app.state, settings, MAX_SUBSCRIPTIONS_PER_CONNECTION if subgraph is None else None)
     app.router.routes.extend(
         [
             Route("/graphql", graphql, methods=["GET", "POST"]),

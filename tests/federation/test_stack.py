@@ -224,3 +224,34 @@ def test_a_crashed_subgraph_stops_the_stack_with_one_error_line(tmp_path):
     assert errors == ["error: the benchmarks subgraph exited unexpectedly (code -9)"]
     time.sleep(0.5)
     assert [pid for pid in children if Path(f"/proc/{pid}").exists() and _cmdline(pid)] == []
+
+
+async def test_many_subscriptions_share_the_gateway_but_each_client_connection_is_limited(stack, tmp_path):
+    """The gateway carries every client's subscriptions to the subgraph on a few connections, so
+    30 subscriptions (more than one client may hold) all get the run; one client connection
+    still holds at most 20 at once."""
+    ws = stack.url.replace("http://", "ws://")
+    async with ws_connection(ws) as first, ws_connection(ws) as second:
+        for i in range(15):
+            await first.subscribe(f"a{i}", RUN_PUBLISHED)
+            await second.subscribe(f"b{i}", RUN_PUBLISHED)
+        for i in range(15, 20):
+            await first.subscribe(f"a{i}", RUN_PUBLISHED)
+        await first.subscribe("one-too-many", RUN_PUBLISHED)
+        refused = await first.receive("one-too-many", timeout=30)
+        assert "TOO_MANY_SUBSCRIPTIONS" in json.dumps(refused), refused
+        await asyncio.sleep(2.0)
+        bundle = factories.run_bundle("thirty-five")
+        manifests = tmp_path / "m.json"
+        manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+        loaded = await asyncio.to_thread(stack.cli, "load", str(manifests))
+        assert loaded.returncode == 0, loaded.stderr
+        for connection, ids_ in ((first, [f"a{i}" for i in range(20)]), (second, [f"b{i}" for i in range(15)])):
+            for op in ids_:
+                message = await connection.next_data(op, timeout=30)
+                assert message["runPublished"]["run"]["name"] == "synthetic-thirty-five"
+        # Completing one frees a place on that connection.
+        await first.complete("a0")
+        await asyncio.sleep(0.5)
+        await first.subscribe("a-again", RUN_PUBLISHED)
+        await first.quiet("a-again", 1.0)
