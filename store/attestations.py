@@ -13,6 +13,7 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
+from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
@@ -30,6 +31,7 @@ from registry.reproduction import PredicateError, parse_predicate
 from store import events
 from store.keys import ApiKey
 from store.publish import manifest_document
+from store.transactions import in_transaction
 
 EVENT_TYPE = "run.attested"
 
@@ -119,22 +121,24 @@ async def submit_reproduction(db: AsyncDatabase, *, run: dict[str, Any], key: Ap
         title=f"Reproduction by {key.name}",
     )
     digest = manifest_digest(manifest)
-    seq = await events.reserve(db, 1)
-    doc = {
-        **manifest_document(manifest, digest, now),
-        "seq": seq,
-        "payloadDigest": payload_digest,
-        "partnerKeyId": key.id,
-    }
-    event = events.event_document(seq, EVENT_TYPE, now, runDigest=run["_id"], attestationDigest=digest, author=key.name)
+
+    async def write(session: AsyncClientSession) -> tuple[dict[str, Any], bool]:
+        # Read again inside the transaction: a concurrent submission of the same statement may
+        # have committed since (a conflict with it is retried by in_transaction).
+        stored = await db.attestations.find_one(same, session=session)
+        if stored:
+            return stored, False
+        seq = await events.reserve(db, 1, session)
+        doc = {**manifest_document(manifest, digest, now), "seq": seq, "payloadDigest": payload_digest, "partnerKeyId": key.id}
+        event = events.event_document(seq, EVENT_TYPE, now, runDigest=run["_id"], attestationDigest=digest, author=key.name)
+        await db.attestations.insert_one(doc, session=session)
+        await db.events.insert_one(event, session=session)
+        return doc, True
+
     try:
-        async with db.client.start_session() as session:
-            async with await session.start_transaction():
-                await db.attestations.insert_one(doc, session=session)
-                await db.events.insert_one(event, session=session)
-    except DuplicateKeyError:  # the same statement, submitted twice at once
+        return await in_transaction(db, write)
+    except DuplicateKeyError:  # the same statement, committed by a concurrent submission
         existing = await db.attestations.find_one(same)
         if existing is None:
             raise
         return existing, False
-    return doc, True

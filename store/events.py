@@ -10,16 +10,19 @@ from datetime import datetime
 from typing import Any
 
 from pymongo import ReturnDocument
+from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 
-async def reserve(db: AsyncDatabase, count: int) -> int:
-    """Reserve `count` consecutive sequence numbers; return the first."""
+async def reserve(db: AsyncDatabase, count: int, session: AsyncClientSession | None = None) -> int:
+    """Reserve `count` consecutive sequence numbers; return the first. Inside the transaction that
+    writes the events, concurrent writers conflict on the counter, so events commit in `seq` order."""
     counter = await db.counters.find_one_and_update(
         {"_id": "events"},
         {"$inc": {"seq": count}},
         upsert=True,
         return_document=ReturnDocument.AFTER,
+        session=session,
     )
     return counter["seq"] - count + 1
 
@@ -28,10 +31,12 @@ def event_document(seq: int, type_: str, at: datetime, **data: Any) -> dict[str,
     return {"seq": seq, "type": type_, "at": at, **{k: v for k, v in data.items() if v is not None}}
 
 
-async def append(db: AsyncDatabase, type_: str, at: datetime, **data: Any) -> dict[str, Any]:
-    seq = await reserve(db, 1)
+async def append(
+    db: AsyncDatabase, type_: str, at: datetime, *, session: AsyncClientSession | None = None, **data: Any
+) -> dict[str, Any]:
+    seq = await reserve(db, 1, session)
     doc = event_document(seq, type_, at, **data)
-    await db.events.insert_one(doc)
+    await db.events.insert_one(doc, session=session)
     return doc
 
 

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pymongo import UpdateOne
+from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from registry.comparison import GroupIdentity
 from registry.ranking import Entry, RankRule, leader, rank_entries, rank_rule_for
 from store import events
-
-if TYPE_CHECKING:
-    from store.publish import Bundle
+from store.bundle import Bundle
 
 
 def group_title(bundle: Bundle) -> str:
@@ -25,7 +24,9 @@ def group_title(bundle: Bundle) -> str:
     return f"{protocol.harness.name} {protocol.comparability_version} · {gpu}"
 
 
-async def ensure_group(db: AsyncDatabase, identity: GroupIdentity, bundle: Bundle, digests: dict[str, str], now: datetime) -> None:
+async def ensure_group(
+    db: AsyncDatabase, identity: GroupIdentity, bundle: Bundle, digests: dict[str, str], now: datetime, session: AsyncClientSession
+) -> None:
     rule = rank_rule_for(bundle.protocol.spec)
     await db.comparison_groups.update_one(
         {"_id": identity.key()},
@@ -47,6 +48,7 @@ async def ensure_group(db: AsyncDatabase, identity: GroupIdentity, bundle: Bundl
             }
         },
         upsert=True,
+        session=session,
     )
 
 
@@ -70,13 +72,15 @@ class RankPlan:
     leader: str | None
 
 
-async def plan(db: AsyncDatabase, key: str, incoming: list[dict[str, Any]], leaving: set[str]) -> RankPlan:
+async def plan(
+    db: AsyncDatabase, key: str, incoming: list[dict[str, Any]], leaving: set[str], session: AsyncClientSession
+) -> RankPlan:
     """Rank the group's current members together with `incoming` run documents (not yet
     stored; their `rank`/`rankOrder` are set in place); `leaving` are members being superseded."""
-    group = await db.comparison_groups.find_one({"_id": key})
+    group = await db.comparison_groups.find_one({"_id": key}, session=session)
     members = [
         m
-        for m in await db.runs.find({"groupKey": key, "current": True}, {"_id": 1, "rank": 1, "rankValue": 1, "rankNoise": 1}).to_list()
+        for m in await db.runs.find({"groupKey": key, "current": True}, {"_id": 1, "rank": 1, "rankValue": 1, "rankNoise": 1}, session=session).to_list()
         if m["_id"] not in leaving
     ]
     arriving = [doc for doc in incoming if doc["current"]]
@@ -93,22 +97,24 @@ async def plan(db: AsyncDatabase, key: str, incoming: list[dict[str, Any]], leav
     return RankPlan(group, updates, len(everyone), sum(1 for r in ranks.values() if r is not None), leader(ranks))
 
 
-async def apply(db: AsyncDatabase, plans: list[RankPlan], now: datetime) -> None:
-    """After the new runs are stored: move the ranks of existing members, update each group and
+async def apply(db: AsyncDatabase, plans: list[RankPlan], now: datetime, session: AsyncClientSession) -> None:
+    """After the new runs are written, in the same transaction: move the ranks of existing members, update each group and
     append one `group.changed` event per group (its membership changed even when its size and
     #1 did not, e.g. a correction replaced a run)."""
     for p in plans:
         if p.updates:
-            await db.runs.bulk_write(p.updates, ordered=False)
+            await db.runs.bulk_write(p.updates, ordered=False, session=session)
         old_leader = p.group.get("leaderDigest")
         await db.comparison_groups.update_one(
             {"_id": p.group["_id"]},
             {"$set": {"size": p.size, "rankedSize": p.ranked, "leaderDigest": p.leader, "updatedAt": now}},
+            session=session,
         )
         await events.append(
             db,
             "group.changed",
             now,
+            session=session,
             groupKey=p.group["_id"],
             definitionDigest=p.group["definitionDigest"],
             oldLeader=old_leader,

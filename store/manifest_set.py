@@ -14,7 +14,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from registry.digest import manifest_digest
 from registry.manifests import Manifest, ManifestError, parse_manifest
-from store.publish import RUN_REFERENCES, Bundle, PublishOutcome, existing_ids, insert_ignoring_duplicates, manifest_document, publish_many
+from store.bundle import RUN_REFERENCES, Bundle
+from store.publish import PublishOutcome, existing_ids, insert_ignoring_duplicates, manifest_document, publish_many
 from store.schema import COLLECTION_BY_KIND
 
 @dataclass

@@ -12,10 +12,12 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
+from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store import events
 from store.keys import ApiKey
+from store.transactions import in_transaction
 
 MAX_NOTE_CHARS = 2000
 EVENT_TYPE = "run.noted"
@@ -44,21 +46,24 @@ def check_text(text: str) -> str:
 async def add_note(db: AsyncDatabase, *, run_digest: str, key: ApiKey, text: str) -> Doc:
     text = check_text(text)
     now = datetime.now(UTC)
-    seq = await events.reserve(db, 1)
-    doc = {
-        "_id": secrets.token_hex(8),
-        "runDigest": run_digest,
-        "text": text,
-        "author": {"name": key.name, "keyId": key.id, "scope": key.scope.value},
-        "createdAt": now,
-        "seq": seq,
-    }
-    event = events.event_document(seq, EVENT_TYPE, now, runDigest=run_digest, noteId=doc["_id"], author=key.name)
-    async with db.client.start_session() as session:
-        async with await session.start_transaction():
-            await db.notes.insert_one(doc, session=session)
-            await db.events.insert_one(event, session=session)
-    return doc
+    note_id = secrets.token_hex(8)
+
+    async def write(session: AsyncClientSession) -> Doc:
+        seq = await events.reserve(db, 1, session)
+        doc = {
+            "_id": note_id,
+            "runDigest": run_digest,
+            "text": text,
+            "author": {"name": key.name, "keyId": key.id, "scope": key.scope.value},
+            "createdAt": now,
+            "seq": seq,
+        }
+        event = events.event_document(seq, EVENT_TYPE, now, runDigest=run_digest, noteId=note_id, author=key.name)
+        await db.notes.insert_one(doc, session=session)
+        await db.events.insert_one(event, session=session)
+        return doc
+
+    return await in_transaction(db, write)
 
 
 async def notes_page(db: AsyncDatabase, *, run_digest: str, first: int, after_seq: int | None) -> tuple[list[Doc], bool]:

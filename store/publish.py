@@ -4,54 +4,32 @@
 - A different run under an existing (source, externalId) is a new run that supersedes the old one;
   the old one is kept, marked `current: false` and `supersededBy`.
 - Referenced objects are written before the run (each is a complete, immutable manifest on its
-  own); the run, the supersession and its events are written in one transaction, so a run never
-  exists without what it references and a half-superseded record never exists.
+  own). Then one transaction writes the runs, the supersessions, the ranks, the groups' size and
+  #1 and every event: a crash leaves all of it or none of it, so a group never disagrees with its
+  runs. It retries on a conflict with a concurrent writer (store.transactions).
 - Each publication appends an event; comparison groups touched are recomputed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError
 
-from registry.comparison import GroupIdentity, group_identity
 from registry.digest import manifest_digest
 from registry.evidence import derive_evidence_level
-from registry.manifests import Manifest, ManifestError
+from registry.manifests import Manifest
 from registry.ranking import rank_rule_for, rank_value
 from store import events, groups
+from store.bundle import REFERENCED, RUN_REFERENCES, Bundle, bundle_group, check_references  # noqa: F401 (re-exported)
 from store.chunks import chunked
 from store.schema import COLLECTION_BY_KIND
-
-# role in a Bundle → (the run's field that references it, its kind); the definition is reached
-# through the workload.
-RUN_REFERENCES = {
-    "workload": ("workloadDigest", "WorkloadSuite"),
-    "protocol": ("protocolDigest", "BenchmarkProtocol"),
-    "environment": ("environmentDigest", "ExecutionEnvironment"),
-    "implementation": ("implementationDigest", "ImplementationRevision"),
-}
-KIND_OF_ROLE = {"definition": "OperationSpec", **{role: kind for role, (_, kind) in RUN_REFERENCES.items()}}
-REFERENCED = tuple(KIND_OF_ROLE)
-
-
-@dataclass(frozen=True)
-class Bundle:
-    """One run with every object it references."""
-
-    run: Manifest
-    definition: Manifest
-    workload: Manifest
-    protocol: Manifest
-    environment: Manifest
-    implementation: Manifest
-    # The runner identity whose signed, verified result this run is (controlled reruns only).
-    verified_by: str | None = None
+from store.transactions import in_transaction
 
 
 @dataclass(frozen=True)
@@ -87,47 +65,8 @@ class _DigestCache:
         return hit[1]
 
 
-def check_references(bundle: Bundle, digest_of: Callable[[Manifest], str] = manifest_digest) -> dict[str, str]:
-    """Digests of the bundle's objects; raise ManifestError when the run points elsewhere."""
-    problems = []
-    digests = {}
-    for role in REFERENCED:
-        manifest = getattr(bundle, role)
-        expected_kind = KIND_OF_ROLE[role]
-        if manifest.kind != expected_kind:
-            problems.append((role, f"expected a {expected_kind}, got {manifest.kind}"))
-            continue
-        digests[role] = digest_of(manifest)
-    if bundle.run.kind != "BenchmarkRun":
-        problems.append(("run", f"expected a BenchmarkRun, got {bundle.run.kind}"))
-    if problems:
-        raise ManifestError(problems)
-    spec = bundle.run.spec
-    for role, (field_name, _) in RUN_REFERENCES.items():
-        if getattr(spec, field_name) != digests[role]:
-            problems.append((f"spec.{field_name}", f"does not match the {role} given ({digests[role]})"))
-    definition = digests["definition"]
-    if bundle.workload.spec.definitionDigest != definition:
-        problems.append(("workload.spec.definitionDigest", "does not match the definition given"))
-    if bundle.implementation.spec.definitionDigest != definition:
-        problems.append(("implementation.spec.definitionDigest", "does not match the definition given"))
-    if problems:
-        raise ManifestError(problems)
-    digests["run"] = manifest_digest(bundle.run)
-    return digests
-
-
 def manifest_document(manifest: Manifest, digest: str, now: datetime) -> dict[str, Any]:
     return {"_id": digest, **manifest.to_json(), "storedAt": now}
-
-
-def bundle_group(bundle: Bundle, digests: dict[str, str]) -> GroupIdentity:
-    return group_identity(
-        definition_digest=digests["definition"],
-        workload_digest=digests["workload"],
-        protocol=bundle.protocol.spec,
-        environment=bundle.environment.spec,
-    )
 
 
 def _run_document(bundle: Bundle, digests: dict[str, str], now: datetime) -> dict[str, Any]:
@@ -175,24 +114,49 @@ async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle]) -> list[Pub
     run_digests = [manifest_digest(bundle.run) for bundle in bundles]
     existing = await existing_ids(db.runs, set(run_digests))
 
-    outcomes: dict[int, PublishOutcome] = {}
-    fresh: list[_Prepared] = []
+    candidates: list[tuple[int, Bundle, dict[str, str]]] = []
     seen_in_batch: set[str] = set()
     for position, (bundle, digest) in enumerate(zip(bundles, run_digests)):
         if digest in existing or digest in seen_in_batch:
-            # Stored already: its references were checked and stored with it; nothing to do.
-            outcomes[position] = PublishOutcome("unchanged", digest)
-            continue
+            continue  # stored already: its references were checked and stored with it
         seen_in_batch.add(digest)
-        digests = check_references(bundle, digest_of)
+        candidates.append((position, bundle, check_references(bundle, digest_of)))
+    fresh: list[_Prepared] = []
+    if candidates:
+        await _insert_referenced_objects(db, [(b, d) for _, b, d in candidates], now)
+
+        async def write(session: AsyncClientSession) -> list[_Prepared]:
+            return await _publish_in_transaction(db, session, candidates, now)
+
+        fresh = await in_transaction(db, write)
+    published = {p.position: p for p in fresh}
+    outcomes = []
+    for position, digest in enumerate(run_digests):
+        p = published.get(position)
+        if p is None:
+            outcomes.append(PublishOutcome("unchanged", digest))
+        else:
+            status = "superseded" if p.superseded else "new"
+            outcomes.append(PublishOutcome(status, digest, p.superseded, p.run_doc["groupKey"]))
+    return outcomes
+
+
+async def _publish_in_transaction(
+    db: AsyncDatabase, session: AsyncClientSession, candidates: list[tuple[int, Bundle, dict[str, str]]], now: datetime
+) -> list[_Prepared]:
+    """One attempt: everything it decides is read inside the transaction (a retry starts over)."""
+    present = await existing_ids(db.runs, {d["run"] for _, _, d in candidates}, session=session)
+    fresh = []
+    for position, bundle, digests in candidates:
+        if digests["run"] in present:
+            continue  # a concurrent writer published it first
         doc = _run_document(bundle, digests, now)
         external = (doc["source"], doc["externalId"]) if "externalId" in doc else None
         fresh.append(_Prepared(bundle, digests, doc, external, position=position))
     if not fresh:
-        return [outcomes[i] for i in range(len(bundles))]
-
-    await _insert_referenced_objects(db, fresh, now)
-    _link_supersessions(fresh, await _current_runs_by_external_id(db, [p.external for p in fresh if p.external]))
+        return []
+    current = await _current_runs_by_external_id(db, [p.external for p in fresh if p.external], session)
+    _link_supersessions(fresh, current)
 
     by_group: dict[str, list[_Prepared]] = {}
     for p in fresh:
@@ -200,21 +164,16 @@ async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle]) -> list[Pub
     plans = []
     for key, members in by_group.items():
         first = members[0]
-        await groups.ensure_group(db, bundle_group(first.bundle, first.digests), first.bundle, first.digests, now)
+        await groups.ensure_group(db, bundle_group(first.bundle, first.digests), first.bundle, first.digests, now, session)
         # Ranks go into the new documents before they are inserted; existing members whose
         # rank moves are updated after.
-        plans.append(
-            await groups.plan(db, key, [p.run_doc for p in members], leaving={p.superseded for p in members if p.superseded})
-        )
-    await _write_runs(db, fresh, now)
-    await groups.apply(db, plans, now)
+        leaving = {p.superseded for p in members if p.superseded}
+        plans.append(await groups.plan(db, key, [p.run_doc for p in members], leaving=leaving, session=session))
+    await _write_runs(db, fresh, now, session)
+    await groups.apply(db, plans, now, session)
     if any(p.bundle.verified_by for p in fresh):
-        await _refresh_replication(db, [p for p in fresh if p.bundle.verified_by])
-
-    for p in fresh:
-        status = "superseded" if p.superseded else "new"
-        outcomes[p.position] = PublishOutcome(status, p.digests["run"], p.superseded, p.run_doc["groupKey"])
-    return [outcomes[i] for i in range(len(bundles))]
+        await _refresh_replication(db, [p for p in fresh if p.bundle.verified_by], session)
+    return fresh
 
 
 def _link_supersessions(fresh: list[_Prepared], current: dict[tuple[str, str], str]) -> None:
@@ -236,12 +195,12 @@ def _link_supersessions(fresh: list[_Prepared], current: dict[tuple[str, str], s
         latest[p.external] = p
 
 
-async def _insert_referenced_objects(db: AsyncDatabase, prepared: list[_Prepared], now: datetime) -> None:
+async def _insert_referenced_objects(db: AsyncDatabase, bundles: list[tuple[Bundle, dict[str, str]]], now: datetime) -> None:
     by_collection: dict[str, dict[str, dict[str, Any]]] = {}
-    for p in prepared:
+    for bundle, digests in bundles:
         for role in REFERENCED:
-            manifest = getattr(p.bundle, role)
-            digest = p.digests[role]
+            manifest = getattr(bundle, role)
+            digest = digests[role]
             collection = COLLECTION_BY_KIND[manifest.kind]
             by_collection.setdefault(collection, {}).setdefault(
                 digest, manifest_document(manifest, digest, now)
@@ -264,16 +223,16 @@ async def insert_ignoring_duplicates(collection, docs: list[dict[str, Any]]) -> 
             raise
 
 
-async def existing_ids(collection, ids: Iterable[str]) -> set[str]:
+async def existing_ids(collection, ids: Iterable[str], session: AsyncClientSession | None = None) -> set[str]:
     found: set[str] = set()
     for chunk in chunked(sorted(ids)):
-        async for doc in collection.find({"_id": {"$in": chunk}}, {"_id": 1}):
+        async for doc in collection.find({"_id": {"$in": chunk}}, {"_id": 1}, session=session):
             found.add(doc["_id"])
     return found
 
 
 async def _current_runs_by_external_id(
-    db: AsyncDatabase, externals: list[tuple[str, str]]
+    db: AsyncDatabase, externals: list[tuple[str, str]], session: AsyncClientSession
 ) -> dict[tuple[str, str], str]:
     out: dict[tuple[str, str], str] = {}
     by_source: dict[str, set[str]] = {}
@@ -282,13 +241,13 @@ async def _current_runs_by_external_id(
     for source, ids in by_source.items():
         for chunk in chunked(sorted(ids)):
             query = {"source": source, "externalId": {"$in": chunk}, "current": True}
-            async for doc in db.runs.find(query, {"_id": 1, "externalId": 1}):
+            async for doc in db.runs.find(query, {"_id": 1, "externalId": 1}, session=session):
                 out[(source, doc["externalId"])] = doc["_id"]
     return out
 
 
-async def _write_runs(db: AsyncDatabase, fresh: list[_Prepared], now: datetime) -> None:
-    first_seq = await events.reserve(db, len(fresh))
+async def _write_runs(db: AsyncDatabase, fresh: list[_Prepared], now: datetime, session: AsyncClientSession) -> None:
+    first_seq = await events.reserve(db, len(fresh), session)
     event_docs = []
     for offset, p in enumerate(fresh):
         p.run_doc["seq"] = first_seq + offset
@@ -305,22 +264,19 @@ async def _write_runs(db: AsyncDatabase, fresh: list[_Prepared], now: datetime) 
                 supersedes=p.superseded,
             )
         )
-    superseded = [(p.superseded, p.digests["run"]) for p in fresh if p.superseded]
-    async with db.client.start_session() as session:
-        async with await session.start_transaction():
-            # Step the old runs aside first: the partial unique index admits one current run
-            # per external id.
-            for old, new in superseded:
-                await db.runs.update_one(
-                    {"_id": old, "current": True},
-                    {"$set": {"current": False, "supersededBy": new, "rank": None, "rankOrder": groups.UNRANKED_ORDER}},
-                    session=session,
-                )
-            await db.runs.insert_many([p.run_doc for p in fresh], ordered=True, session=session)
-            await db.events.insert_many(event_docs, ordered=True, session=session)
+    # Step the old runs aside first: the partial unique index admits one current run per
+    # external id.
+    for old, new in [(p.superseded, p.digests["run"]) for p in fresh if p.superseded]:
+        await db.runs.update_one(
+            {"_id": old, "current": True},
+            {"$set": {"current": False, "supersededBy": new, "rank": None, "rankOrder": groups.UNRANKED_ORDER}},
+            session=session,
+        )
+    await db.runs.insert_many([p.run_doc for p in fresh], ordered=True, session=session)
+    await db.events.insert_many(event_docs, ordered=True, session=session)
 
 
-async def _refresh_replication(db: AsyncDatabase, verified: list[_Prepared]) -> None:
+async def _refresh_replication(db: AsyncDatabase, verified: list[_Prepared], session: AsyncClientSession) -> None:
     """Two distinct runner identities verifying the same implementation on the same workload,
     protocol and GPU lift every such run to Independently Replicated."""
     for p in verified:
@@ -333,9 +289,9 @@ async def _refresh_replication(db: AsyncDatabase, verified: list[_Prepared]) -> 
             "status": "passed",
         }
         runners: set[str] = set()
-        async for doc in db.runs.find(query, {"verifiedBy": 1}):
+        async for doc in db.runs.find(query, {"verifiedBy": 1}, session=session):
             runners.update(doc.get("verifiedBy", []))
         level = derive_evidence_level(
             implementation=p.bundle.implementation.spec, verifying_runners=runners
         ).value
-        await db.runs.update_many({**query, "verifiedBy": {"$ne": []}}, {"$set": {"evidenceLevel": level}})
+        await db.runs.update_many({**query, "verifiedBy": {"$ne": []}}, {"$set": {"evidenceLevel": level}}, session=session)

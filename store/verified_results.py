@@ -23,7 +23,8 @@ from registry.dsse import (
 from registry.manifests import Manifest, ManifestError, RunStatus, parse_manifest
 from store import jobs
 from store.keys import ApiKey
-from store.publish import RUN_REFERENCES, Bundle, publish
+from store.bundle import RUN_REFERENCES, Bundle
+from store.publish import publish
 from store.schema import COLLECTION_BY_KIND
 
 
