@@ -6,6 +6,7 @@ server started for the length of the command (on the same files `serve` uses).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Iterator
 
@@ -28,3 +29,22 @@ def database_uri(settings: Settings) -> Iterator[str]:
         return
     with EmbeddedServer(embedded_storage(), log_path=home() / "secantusd.log") as server:
         yield server.uri
+
+
+def with_database(settings: Settings, work):
+    """Run `await work(db)` against the command's database, with the schema ensured."""
+
+    async def go(uri: str):
+        from store.client import make_client
+        from store.schema import ensure_schema
+
+        client = make_client(uri)
+        try:
+            db = client[settings.database]
+            await ensure_schema(db)
+            return await work(db)
+        finally:
+            await client.close()
+
+    with database_uri(settings) as uri:
+        return asyncio.run(go(uri))

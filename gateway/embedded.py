@@ -4,10 +4,18 @@ SecantusDB is GPL-2.0, so it is never imported into our process: we start its `s
 command, wait until it answers `ping`, and stop it with SIGTERM (then wait) so WiredTiger closes
 its files cleanly. A running `serve` records the server's address in `.kernelindex/db.json`, so
 other CLI commands can use the same server instead of opening the same files twice.
+
+Durability: on disk the server fsyncs its journal on every commit (`--sync-on-commit`), so a
+write it acknowledged survives `kill -9`. The child gets SIGTERM from the kernel when its parent
+dies (PR_SET_PDEATHSIG), even by `kill -9`; an address file left by a killed `serve` is recovered
+on the next start (`recover_stale_address`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import json
 import os
 import shutil
@@ -64,6 +72,24 @@ def _executable() -> str:
     return found
 
 
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True) if sys.platform == "linux" else None
+
+
+def _die_with_parent(parent: int):
+    """A preexec_fn: the kernel sends the child SIGTERM when the thread that started it exits
+    (every launcher here starts it from the main thread, so: when our process dies)."""
+    if _LIBC is None:
+        return None
+
+    def arrange() -> None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return arrange
+
+
 def ping(uri: str, timeout_s: float = 1.0) -> bool:
     client = MongoClient(uri, serverSelectionTimeoutMS=int(timeout_s * 1000), connectTimeoutMS=int(timeout_s * 1000))
     try:
@@ -107,13 +133,17 @@ class EmbeddedServer:
         if self.storage != ":memory:":
             Path(self.storage).mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        command = [_executable(), "--host", self.host, "--port", str(self.port), "--storage-path", self.storage, "--log-level", "WARNING"]
+        if self.storage != ":memory:":
+            command.append("--sync-on-commit")
         self.process = subprocess.Popen(
-            [_executable(), "--host", self.host, "--port", str(self.port), "--storage-path", self.storage, "--log-level", "WARNING"],
+            command,
             stdout=log,
             stderr=log,
             stdin=subprocess.DEVNULL,
             # Its own process group: a Ctrl-C in the terminal reaches us, and we stop it in order.
             start_new_session=True,
+            preexec_fn=_die_with_parent(os.getpid()),
         )
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:
@@ -168,6 +198,61 @@ def write_address(server: EmbeddedServer) -> None:
 
 def clear_address() -> None:
     address_file().unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_database(pid: int) -> bool:
+    """Whether `pid` is still a secantusd-py process (not an unrelated one that reused the pid)."""
+    try:
+        return b"secantusd" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return _alive(pid) and sys.platform != "linux"
+
+
+def recover_stale_address(wait_s: float = 20.0) -> str | None:
+    """Before `serve` starts its database: deal with the address file of an earlier `serve`.
+
+    Another live `serve` → EmbeddedDatabaseError. A `serve` that was killed → stop the database
+    child it left (if it still runs), remove the file and return one line saying so; else None.
+    """
+    try:
+        info = json.loads(address_file().read_text())
+        owner, child = int(info["owner"]), int(info["pid"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        clear_address()
+        return f"removed an unreadable {address_file()}"
+    if owner != os.getpid() and _alive(owner) and _is_database(child):
+        raise EmbeddedDatabaseError(
+            f"another kernelindex serve (pid {owner}) is using the database in {home()}; stop it first"
+        )
+    stopped = ""
+    if _is_database(child):
+        # Its parent is gone: it is exiting on SIGTERM already (PR_SET_PDEATHSIG) or, started by
+        # an older version, orphaned. Either way it holds the files until it exits.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGTERM)
+        deadline = time.monotonic() + wait_s
+        while _is_database(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _is_database(child):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+            while _is_database(child):
+                time.sleep(0.05)
+        stopped = f"; stopped its database child (pid {child})"
+    clear_address()
+    return f"recovered from a stopped serve (pid {owner}): removed the stale {address_file()}{stopped}"
 
 
 def running_server_uri() -> str | None:

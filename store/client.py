@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl
+
 from pymongo import AsyncMongoClient
 
 DEFAULT_DATABASE = "kernelindex"
 
+# A write is acknowledged only once it is in the journal of a majority of the replica set (on a
+# single server: in its journal), so an acknowledged run survives a crash.
+DURABLE_WRITES = {"w": "majority", "journal": True}
+
 
 def make_client(uri: str, **options) -> AsyncMongoClient:
+    # A URI that names its own write concern keeps it.
+    named = {key.lower() for key, _ in parse_qsl(uri.partition("?")[2])}
+    durable = {key: value for key, value in DURABLE_WRITES.items() if key.lower() not in named}
     # tz_aware: times come back as aware UTC datetimes, as they went in.
-    return AsyncMongoClient(uri, tz_aware=True, serverSelectionTimeoutMS=5000, **options)
+    return AsyncMongoClient(uri, tz_aware=True, serverSelectionTimeoutMS=5000, **{**durable, **options})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.util
 import os
 import sys
@@ -27,22 +26,9 @@ def fail(message: str) -> int:
 def with_db(settings: Settings, work):
     """Run `await work(db)` against the command's database (MONGODB_URI, the running `serve`'s
     embedded server, or one started for this command), with the schema ensured."""
-    from gateway.database import database_uri
+    from gateway.database import with_database
 
-    async def go(uri: str):
-        from store.client import make_client
-        from store.schema import ensure_schema
-
-        client = make_client(uri)
-        try:
-            db = client[settings.database]
-            await ensure_schema(db)
-            return await work(db)
-        finally:
-            await client.close()
-
-    with database_uri(settings) as uri:
-        return asyncio.run(go(uri))
+    return with_database(settings, work)
 
 
 def add_api_options(parser: argparse.ArgumentParser, key_help: str) -> None:

@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from gateway.cli.common import fail, with_db
 from gateway.settings import Settings
-from registry.manifests import ManifestError
 from store.schema import COLLECTION_BY_KIND
 
 
@@ -28,30 +26,12 @@ def register(sub) -> None:
 
 
 def cmd_load(args: argparse.Namespace, settings: Settings) -> int:
-    from gateway.manifest_files import read_manifests
-    from store.manifest_set import publish_set
+    from gateway.loading import LoadError, load
 
-    manifests, problems = [], []
-    for name in args.files:
-        path = Path(name)
-        if not path.is_file():
-            problems.append((name, "no such file"))
-            continue
-        try:
-            manifests += read_manifests(path)
-        except ManifestError as error:
-            problems += error.problems
-    if problems:
-        raise ManifestError(problems)
-
-    report = with_db(settings, lambda db: publish_set(db, manifests))
-    counts = {"new": 0, "unchanged": 0, "superseded": 0}
-    for outcome in report.runs:
-        counts[outcome.status] += 1
-    print(
-        f"loaded {len(manifests)} manifests: objects {report.objects_new} new, {report.objects_unchanged} unchanged; "
-        f"runs {counts['new']} new, {counts['unchanged']} unchanged, {counts['superseded']} superseded"
-    )
+    try:
+        print(load(args.files, settings).line())
+    except LoadError as error:
+        return fail(str(error))
     return 0
 
 

@@ -11,7 +11,7 @@ import sys
 import threading
 
 from gateway.cli.common import DATA_DIR, fail
-from gateway.embedded import EmbeddedServer, _port_taken, clear_address, home, write_address
+from gateway.embedded import EmbeddedServer, _port_taken, clear_address, home, recover_stale_address, write_address
 from gateway.settings import Settings
 
 
@@ -72,6 +72,8 @@ def _serve_subgraph(args: argparse.Namespace, settings: Settings) -> int:
     if settings.mongodb_uri:
         uri = settings.mongodb_uri
     else:
+        if note := recover_stale_address():
+            print(note, file=sys.stderr)
         server = EmbeddedServer(
             home() / "db", port=args.db_port, log_path=home() / "secantusd.log", startup_timeout_s=args.db_timeout
         )

@@ -14,47 +14,16 @@ import pytest
 from gateway.embedded import free_port
 from tests import factories
 from tests.command import KERNELINDEX
+from tests.serving import env_for as _env
+from tests.serving import start_serve as _start
+from tests.serving import stop as _stop
+from tests.serving import wait_ready as _wait_ready
 
 pytestmark = pytest.mark.slow
 
 
-def _env(home: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
-    return {**env, "KERNELINDEX_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-
-
-def _start(home: Path, port: int, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [KERNELINDEX, "serve", "--port", str(port), *extra],
-        env=_env(home),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def _wait_ready(proc: subprocess.Popen, port: int, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited early: {proc.stdout.read()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("serve did not become ready")
-
-
 def _query(port: int, query: str) -> dict:
     return httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": query}, timeout=10).json()
-
-
-def _stop(proc: subprocess.Popen) -> str:
-    proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=60)
-    return out
 
 
 def test_data_survives_a_restart_and_the_database_stops_cleanly(tmp_path):

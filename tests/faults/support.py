@@ -4,62 +4,21 @@ children on a data directory, and the checks that what a crash leaves behind is 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import httpx
 from pymongo import MongoClient
 
 from registry.digest import manifest_digest
 from registry.ranking import Entry, RankRule, leader, rank_entries
 from tests import factories
-
-KERNELINDEX = str(Path(sys.executable).parent / "kernelindex") if (Path(sys.executable).parent / "kernelindex").exists() else shutil.which("kernelindex")
-
-
-def env_for(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
-    return {**env, "KERNELINDEX_HOME": str(home), "PYTHONUNBUFFERED": "1", **extra}
+from tests.command import KERNELINDEX
+from tests.serving import env_for, start_serve, stop, wait_ready  # noqa: F401 (for the fault tests)
 
 
 def kernelindex(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
     return subprocess.run([KERNELINDEX, *args], env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def start_serve(home: Path, port: int, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [KERNELINDEX, "serve", "--port", str(port), "--no-data", *extra],
-        env=env_for(home),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-
-
-def wait_ready(proc: subprocess.Popen, port: int, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"serve exited early: {proc.stdout.read()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("serve did not become ready")
-
-
-def stop(proc: subprocess.Popen) -> str:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=60)
-    return out
 
 
 def gone(pid: int, timeout: float = 10) -> bool:
