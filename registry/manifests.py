@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from registry.limits import MAX_EXTERNAL_ID_CHARS, MAX_LABEL_CHARS, MAX_LABELS, MAX_TITLE_CHARS, LimitError, check_limits
+
 API_VERSION = "kernelindex.dev/v1alpha1"
 
 Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
@@ -27,11 +29,14 @@ class Strict(BaseModel):
 # ---------------------------------------------------------------- envelope
 
 
+LabelText = Annotated[str, Field(max_length=MAX_LABEL_CHARS)]
+
+
 class Metadata(Strict):
     name: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[a-z0-9][a-z0-9._-]*$")]
-    title: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    annotations: dict[str, str] = Field(default_factory=dict)
+    title: Annotated[str, Field(max_length=MAX_TITLE_CHARS)] | None = None
+    labels: Annotated[dict[LabelText, LabelText], Field(max_length=MAX_LABELS)] = Field(default_factory=dict)
+    annotations: Annotated[dict[LabelText, str], Field(max_length=MAX_LABELS)] = Field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- OperationSpec
@@ -62,7 +67,7 @@ class SourceReference(Strict):
 
     source: str
     benchmark: str | None = None
-    externalId: str | None = None
+    externalId: Annotated[str, Field(max_length=MAX_EXTERNAL_ID_CHARS)] | None = None
     referenceDigest: Digest | None = None
     url: str | None = None
 
@@ -246,7 +251,7 @@ class Timing(Strict):
 class SourceNative(Strict):
     source: str
     benchmark: str | None = None
-    externalId: str
+    externalId: Annotated[str, Field(max_length=MAX_EXTERNAL_ID_CHARS)]
     metrics: dict[str, Scalar] = Field(default_factory=dict)
 
 
@@ -406,6 +411,10 @@ def parse_manifest(data: Any) -> Manifest:
     """Validate a manifest of any kind; raise ManifestError naming each bad field."""
     if not isinstance(data, dict):
         raise ManifestError([("", "a manifest must be a JSON object")])
+    try:
+        check_limits(data)
+    except LimitError as error:
+        raise ManifestError([(error.path, error.reason)]) from None
     try:
         envelope = Manifest.model_validate({**data, "spec": data.get("spec")})
     except ValidationError as error:
