@@ -11,11 +11,12 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from gateway.auth import bearer_from_connection_params, bearer_from_headers, principal_for
+from gateway.request_body import RequestBodyGuard
 from gateway.schema import build_schema
 from gateway.settings import Settings
 from gateway.web import create_web_app
@@ -63,51 +64,6 @@ class KernelIndexGraphQL(GraphQL):
         if token is not None:
             context.principal, context.key_presented = await principal_for(context.db, token)
         return await super().on_ws_connect(context)
-
-
-class BodySizeLimit:
-    """Refuse request bodies over the limit before anything parses them."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int):
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send)
-            return
-        received = 0
-
-        async def counting_receive() -> dict:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _TooLarge
-            return message
-
-        try:
-            await self.app(scope, counting_receive, send)
-        except _TooLarge:
-            await self._refuse(send)
-
-    async def _refuse(self, send: Send) -> None:
-        body = (
-            b'{"errors":[{"message":"request body is larger than the limit of '
-            + str(self.max_bytes).encode()
-            + b' bytes","extensions":{"code":"PAYLOAD_TOO_LARGE"}}]}'
-        )
-        await send({"type": "http.response.start", "status": 413, "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": body})
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def create_app(
@@ -165,4 +121,4 @@ def create_app(
         # Behind the gateway, a subgraph serves GraphQL only; the web process serves the pages.
         web = create_web_app("http://kernelindex.internal/graphql", transport=httpx.ASGITransport(app=graphql))
         app.router.mount("/", web)  # every other path: the web pages
-    return BodySizeLimit(app, settings.max_body_bytes)
+    return RequestBodyGuard(app, settings.max_body_bytes)
