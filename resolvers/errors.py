@@ -19,4 +19,8 @@ def should_mask(error: GraphQLError) -> bool:
     original = error.original_error
     if original is None:
         return False  # syntax and validation errors (depth, tokens, aliases) are the client's
+    if error.path is None and isinstance(original, (GraphQLError, TypeError, ValueError)):
+        # Raised before execution, while coercing the client's variables (a float for an ID,
+        # a string for an Int): the message describes the client's input.
+        return False
     return not isinstance(original, ClientError)
