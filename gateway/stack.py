@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 
-from gateway.embedded import EmbeddedServer, _port_taken, clear_address, free_port, home, write_address
+from gateway.embedded import EmbeddedServer, _port_taken, clear_address, free_port, home, recover_stale_address, write_address
 from gateway.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -129,6 +129,8 @@ class Stack:
     def _start_database(self) -> str:
         if self.settings.mongodb_uri:
             return self.settings.mongodb_uri
+        if note := recover_stale_address():
+            print(note, file=sys.stderr)
         self.database = EmbeddedServer(home() / "db", port=self.db_port, log_path=home() / "secantusd.log", startup_timeout_s=self.db_timeout)
         uri = self.database.start()
         write_address(self.database)
