@@ -5,7 +5,9 @@ arrives) and refused with 413 `PAYLOAD_TOO_LARGE` past it. A JSON body for /grap
 UTF-8, JSON, an object, with a string `query`, an object or
 null `variables`/`extensions`, a string or null `operationName`, and no lone surrogate
 anywhere (it is not text and cannot be stored or sent on); otherwise 400 with a coded
-GraphQL error. The checked body is then handed on unchanged.
+GraphQL error. The checked body is then handed on unchanged. A plain-text refusal from
+Strawberry on /graphql (no query, an operation name that names none) is sent as a coded GraphQL
+error too, so every answer there is JSON.
 """
 
 from __future__ import annotations
@@ -104,7 +106,7 @@ class RequestBodyGuard:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()  # then only a disconnect can come
 
-        await self.app(scope, replay, send)
+        await self.app(scope, replay, _json_refusals(send) if scope["path"] == GRAPHQL_PATH else send)
 
     async def _read(self, scope: Scope, receive: Receive) -> bytes:
         declared = dict(scope.get("headers") or []).get(b"content-length")
@@ -126,6 +128,27 @@ class RequestBodyGuard:
 
     def _too_large(self) -> BadBody:
         return BadBody(413, "PAYLOAD_TOO_LARGE", f"request body is larger than the limit of {self.max_bytes} bytes")
+
+
+def _json_refusals(send: Send) -> Send:
+    """Wrap `send`: a 4xx text/plain response becomes the same refusal as a GraphQL error."""
+    held: Message | None = None
+
+    async def sending(message: Message) -> None:
+        nonlocal held
+        if message["type"] == "http.response.start":
+            headers = dict(message.get("headers") or [])
+            if 400 <= message["status"] < 500 and headers.get(b"content-type", b"").startswith(b"text/plain"):
+                held = message
+                return
+        elif message["type"] == "http.response.body" and held is not None:
+            text = message.get("body", b"").decode("utf-8", "replace").strip() or "bad request"
+            status, held = held["status"], None
+            await _answer(send, status, error_body("BAD_REQUEST", text[:500]))
+            return
+        await send(message)
+
+    return sending
 
 
 async def _answer(send: Send, status: int, body: bytes) -> None:

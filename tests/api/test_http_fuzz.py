@@ -51,6 +51,8 @@ def _check(response: httpx.Response) -> None:
         (b'{"query": "\xc3\x28"}', 400, "BAD_REQUEST"),
         (b"[" * 100_000, 400, "BAD_REQUEST"),
         (b'{"query": 5}', 400, "BAD_REQUEST"),
+        (b'{"query": ""}', 400, "BAD_REQUEST"),
+        (b'{"query": "query A { __typename }", "operationName": "B"}', 400, "BAD_REQUEST"),
         (b'{"query": "{ __typename }", "variables": 3}', 400, "BAD_REQUEST"),
         (b'{"query": "query($id: ID!) { node(id: $id) { id } }", "variables": {"id": "\\ud800"}}', 400, "BAD_USER_INPUT"),
     ],
