@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The CPU build of torch that lies on this kind of machine's disk (the kernels extra needs torch).
 TORCH_CPU := torch==2.13.0
 
-.PHONY: serve test setup setup-dev bench-api bench-import bench-subscriptions schema clean
+.PHONY: serve test setup setup-dev bench-api bench-import bench-subscriptions bench-gateway schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,9 @@ bench-import: setup-dev
 
 bench-subscriptions: setup-dev
 	$(BIN)/python bench/subscriptions.py
+
+bench-gateway: setup-dev
+	$(BIN)/python bench/gateway.py
 
 clean:
 	rm -rf $(VENV) federation/node_modules .kernelindex

@@ -22,7 +22,7 @@ bundled data in a fresh database, and measures, one after the other:
    process), `--runs` runs published 0.2 s apart through store.publish (as `kernelindex load`):
    delivered / expected, latency p50/p99 (receipt − start of the publishing call; target 100 %,
    p99 ≤ 250 ms), and how many upstream WebSocket connections the gateway opened to the registry
-   subgraph for them (ESTABLISHED sockets on the subgraph's port, after − before subscribing).
+   subgraph for them (ESTABLISHED sockets on the subgraph's port that appeared while subscribing).
 """
 
 from __future__ import annotations
@@ -57,9 +57,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
-def established(port: int) -> int:
-    """ESTABLISHED TCP sockets whose local port is `port` (the server side, IPv4 loopback)."""
-    count = 0
+def established(port: int) -> set[str]:
+    """The peers (address:port) of ESTABLISHED TCP sockets whose local port is `port`."""
+    peers = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
@@ -68,8 +68,8 @@ def established(port: int) -> int:
         for line in lines:
             fields = line.split()
             if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
-                count += 1
-    return count
+                peers.add(fields[2])
+    return peers
 
 
 # ---------------------------------------------------------------- the stack
@@ -236,7 +236,7 @@ async def subscriptions(args, uri: str, stack) -> dict:
     if line.strip() != "SUBSCRIBED":
         raise SystemExit(f"the subscriber process failed: {line}")
     await asyncio.sleep(3.0)  # the gateway opens its upstream subscriptions
-    upstream = established(registry_port) - before
+    upstream = len(established(registry_port) - before)  # opened while subscribing (no HTTP traffic then)
     client = make_client(uri)
     db = client[os.environ["KERNELINDEX_DATABASE"]]
     published: dict[str, float] = {}
