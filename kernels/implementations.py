@@ -128,8 +128,22 @@ _EXT_STREAMNORM_SOURCES = (
     )),
 )
 
+# ext-portable: its norm kernel (any-GPU headers only) and the Python that calls cuBLAS through torch.
+_EXT_PORTABLE_SOURCES = (
+    f"{OP_DIR}/definition.py",
+    f"{OP_DIR}/checks.py",
+    f"{OP_DIR}/nvcc_library.py",
+    f"{OP_DIR}/ext_portable.py",
+    *(f"{_CSRC}/{name}" for name in ("portable_norm.cu", "common/ptx.cuh", "common/launch.cuh")),
+)
+_PORTABLE_ARCHITECTURES = ("sm_90", "sm_100", "sm_120")  # ext_portable.ARCHITECTURES (a test checks)
+# ext-hybrid dispatches per token count between ext-streamnorm and ext-portable (both unchanged).
+_EXT_HYBRID_SOURCES = (*_EXT_STREAMNORM_SOURCES, f"{OP_DIR}/ext_portable.py", f"{_CSRC}/portable_norm.cu",
+                       f"{OP_DIR}/ext_hybrid.py")
 
-def _own_module(name: str, module: str, sources: tuple[str, ...], title: str, description: str) -> Implementation:
+
+def _own_module(name: str, module: str, sources: tuple[str, ...], title: str, description: str,
+                architectures: tuple[str, ...] = ("sm_90",)) -> Implementation:
     """A CUDA implementation with its own module of the operation (entry points
     qkv_qknorm_backward and qkv_qknorm_backward_out), registered in its "auto" mode."""
     return Implementation(
@@ -141,7 +155,7 @@ def _own_module(name: str, module: str, sources: tuple[str, ...], title: str, de
         out_entry_point=f"kernels.ops.qkv_qknorm_backward.{module}:qkv_qknorm_backward_out",
         sources=sources,
         devices=("cuda",),
-        architectures=("sm_90",),
+        architectures=architectures,
         variant={"mode": "auto"},
         description=description,
     )
@@ -179,6 +193,23 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         "then one sm_90a wgmma kernel for dX=G·W and dW=Gᵀ·X, split-K across the CTAs of a "
         "thread-block cluster with the partial tiles summed through distributed shared memory in "
         "a fixed order; PDL-chained.",
+    ),
+    "ext-portable": _own_module(
+        "ext-portable", "ext_portable", _EXT_PORTABLE_SOURCES,
+        "KernelIndex CUDA, portable norm kernel + cuBLAS GEMMs (Hopper and Blackwell)",
+        "Q/K RMSNorm backward in a CUDA kernel with no Hopper-only instructions (a cp.async ring per "
+        "warp, one token = six rows per slot) writing G=[GQ|GK|GV]; dX=G·[Wq;Wk;Wv] and dW=Gᵀ·X by "
+        "cuBLAS through torch (destination-passing), on two streams; norm-weight grads summed in a "
+        "fixed order. One library built for sm_90a, sm_100a and sm_120.",
+        architectures=_PORTABLE_ARCHITECTURES,
+    ),
+    "ext-hybrid": _own_module(
+        "ext-hybrid", "ext_hybrid", _EXT_HYBRID_SOURCES,
+        "KernelIndex CUDA, per token count: ext-streamnorm (sm_90, small T) or ext-portable",
+        "The fastest measured path per token count: on sm_90 ext-streamnorm (norm kernel + cluster "
+        "split-K wgmma GEMM) below 3,000 tokens and ext-portable (norm kernel + cuBLAS GEMMs on two "
+        "streams) above; ext-portable on every other architecture.",
+        architectures=_PORTABLE_ARCHITECTURES,
     ),
 }
 

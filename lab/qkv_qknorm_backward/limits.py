@@ -20,6 +20,29 @@ import math
 import sys
 
 
+def two_gemms(g, w, x, dx, dw) -> None:
+    """cuBLAS's two GEMMs alone (through torch): dX = G·W and dW = Gᵀ·X into preallocated outputs."""
+    import torch
+
+    torch.mm(g, w, out=dx)
+    torch.mm(g.t(), x, out=dw)
+
+
+def gemm_inputs(t: int) -> dict:
+    """Random G [T,1536], W [1536,640], X [T,640] and the outputs of two_gemms, on the GPU."""
+    import torch
+
+    from kernels.ops.qkv_qknorm_backward import definition as d
+
+    return {
+        "g": torch.randn(t, d.G_COLS, device="cuda").to(torch.bfloat16),
+        "w": torch.randn(d.G_COLS, d.HIDDEN, device="cuda").to(torch.bfloat16),
+        "x": torch.randn(t, d.HIDDEN, device="cuda").to(torch.bfloat16),
+        "dx": torch.empty(t, d.HIDDEN, device="cuda", dtype=torch.bfloat16),
+        "dw": torch.empty(d.G_COLS, d.HIDDEN, device="cuda", dtype=torch.bfloat16),
+    }
+
+
 def main() -> int:
     out_path = sys.argv[1]
     argv = sys.argv[2:]
@@ -39,10 +62,6 @@ def main() -> int:
     floor = timing.stats(timing.time_graph(lambda x: x.add_(1), {"x": one}, warmups=10, samples=samples,
                                            flush=flush))["median"]
 
-    def two_gemms(g, w, x, dx, dw):
-        torch.mm(g, w, out=dx)
-        torch.mm(g.t(), x, out=dw)
-
     entry_points = {}
     for name in impls:
         module, _, func = get(name).entry_point.partition(":")
@@ -51,13 +70,7 @@ def main() -> int:
     rows = []
     for i, (b, s) in enumerate(d.CASE_SHAPES):
         t = b * s
-        gemm_in = {
-            "g": torch.randn(t, d.G_COLS, device="cuda").to(torch.bfloat16),
-            "w": torch.randn(d.G_COLS, d.HIDDEN, device="cuda").to(torch.bfloat16),
-            "x": torch.randn(t, d.HIDDEN, device="cuda").to(torch.bfloat16),
-            "dx": torch.empty(t, d.HIDDEN, device="cuda", dtype=torch.bfloat16),
-            "dw": torch.empty(d.G_COLS, d.HIDDEN, device="cuda", dtype=torch.bfloat16),
-        }
+        gemm_in = gemm_inputs(t)
         row = {"case": i, "B": b, "S": s, "T": t,
                "sol": gpus.sol_ns(d.flops(b, s), d.min_bytes(b, s), product),
                "floor": floor,
