@@ -8,6 +8,7 @@ it: implementations are what a group compares.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from registry.digest import digest_of
 from registry.manifests import BenchmarkProtocolSpec, ExecutionEnvironmentSpec
@@ -23,14 +24,19 @@ class GroupIdentity:
     gpuArchitecture: str
 
     def key(self) -> str:
-        return digest_of(
-            {
-                "definitionDigest": self.definitionDigest,
-                "workloadDigest": self.workloadDigest,
-                "comparability": {"family": self.family, "version": self.familyVersion},
-                "environment": {"product": self.gpuProduct, "architecture": self.gpuArchitecture},
-            }
-        )
+        return _group_key(self)
+
+
+@lru_cache(maxsize=4096)  # every run of a batch asks for its group's key; groups are few
+def _group_key(identity: GroupIdentity) -> str:
+    return digest_of(
+        {
+            "definitionDigest": identity.definitionDigest,
+            "workloadDigest": identity.workloadDigest,
+            "comparability": {"family": identity.family, "version": identity.familyVersion},
+            "environment": {"product": identity.gpuProduct, "architecture": identity.gpuArchitecture},
+        }
+    )
 
 
 def environment_equivalence(environment: ExecutionEnvironmentSpec) -> tuple[str, str]:

@@ -24,6 +24,20 @@ def digest_of(value: Any) -> str:
     return sha256_digest(canonical_json(value))
 
 
+# Manifests are frozen: the digest of one object never changes. A loader digests a manifest to
+# reference it and `publish` digests it again; remember the most recent ones by identity (the
+# object is held, so its id is not reused while it is here).
+_RECENT: dict[int, tuple[Manifest, str]] = {}
+_RECENT_MAX = 16_384
+
+
 def manifest_digest(manifest: Manifest) -> str:
     """The identity of a manifest. Metadata (names, titles, labels) never changes it."""
-    return digest_of(manifest.identity())
+    hit = _RECENT.get(id(manifest))
+    if hit is not None and hit[0] is manifest:
+        return hit[1]
+    digest = digest_of(manifest.identity())
+    if len(_RECENT) >= _RECENT_MAX:
+        _RECENT.clear()
+    _RECENT[id(manifest)] = (manifest, digest)
+    return digest

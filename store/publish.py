@@ -202,9 +202,9 @@ async def _insert_referenced_objects(db: AsyncDatabase, bundles: list[tuple[Bund
             manifest = getattr(bundle, role)
             digest = digests[role]
             collection = COLLECTION_BY_KIND[manifest.kind]
-            by_collection.setdefault(collection, {}).setdefault(
-                digest, manifest_document(manifest, digest, now)
-            )
+            docs = by_collection.setdefault(collection, {})
+            if digest not in docs:  # shared objects (definition, protocol, …): one document each
+                docs[digest] = manifest_document(manifest, digest, now)
     for collection, docs in by_collection.items():
         present = await existing_ids(db[collection], set(docs))
         missing = [doc for digest, doc in docs.items() if digest not in present]

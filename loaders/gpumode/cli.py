@@ -25,11 +25,22 @@ from loaders.common.report import timed_import
 from loaders.gpumode import SOURCE
 from loaders.gpumode.discover import Discovery, discover
 from loaders.gpumode.fetch import Source, fetch_pages, open_source
-from loaders.gpumode.normalize import FLAT, PER_SHAPE, Candidate, Rejected, Skipped, candidate_for, run_for
+from loaders.gpumode.normalize import (
+    FLAT,
+    PER_SHAPE,
+    Candidate,
+    Rejected,
+    Skipped,
+    candidate_for,
+    external_id_of,
+    record_fingerprint,
+    run_for,
+)
 from loaders.gpumode.parse import ParseError, PerShapeRow, parse_submission, row_label
 from loaders.gpumode.publish import to_bundle
 from loaders.gpumode.report import ImportReport, print_report
 from registry.digest import sha256_digest
+from store.source_records import stored_fingerprints
 
 BATCH_SIZE = 2000
 
@@ -76,12 +87,20 @@ async def run_import(
                     break
                 report.configs_read += 1
                 progress.update(task, advance=1, runs=len(best))
+            # A current run made from the same row by the same code is unchanged: not rebuilt.
+            stored = {}
+            if not dry_run:
+                stored = await stored_fingerprints(db, SOURCE, [external_id_of(c) for c in best.values()])
             for candidate in sorted(best.values(), key=lambda c: c.key):
-                try:
-                    batch.runs.append(run_for(candidate))
-                except Rejected as error:
-                    report.reject(f"submission {candidate.submission.submission_id}", str(error))
-                    continue
+                fingerprint = record_fingerprint(candidate)
+                if stored.get(external_id_of(candidate)) == fingerprint:
+                    report.unchanged += 1
+                else:
+                    try:
+                        batch.runs.append(run_for(candidate, fingerprint))
+                    except Rejected as error:
+                        report.reject(f"submission {candidate.submission.submission_id}", str(error))
+                        continue
                 report.parsed += 1
                 report.board(candidate.board.name).runs[candidate.product] += 1
                 if len(batch.runs) >= batch_size:
@@ -130,7 +149,7 @@ async def _read_config(
             plan.kind, plan.listed = (PER_SHAPE if per_shape else FLAT), board.listed
             plan.rows += 1
             try:
-                candidate = candidate_for(submission, board, config=config, snapshot_digest=snapshot_digest)
+                candidate = candidate_for(submission, board, config=config, snapshot_digest=snapshot_digest, row=row.data)
             except Rejected as error:
                 report.reject(label, str(error))
                 continue

@@ -27,18 +27,21 @@ Decisions (also in README.md):
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
+from pathlib import Path
 
 from registry.digest import manifest_digest
 from registry.manifests import Manifest, RunStatus, make_manifest
 from registry.ranking import GEOMEAN, GPUMODE_FAMILY
 
 from loaders.gpumode import SOURCE
+from store.source_records import ANNOTATION as SOURCE_RECORD
 from loaders.gpumode.parse import Case, ParseError, PerShapeRow, Submission
 
 HARNESS = "GPU MODE KernelBot"
@@ -244,6 +247,7 @@ class Candidate:
     cases: list[Case] = field(default_factory=list)
     config: str = ""
     snapshot_digest: str | None = None
+    row: dict | None = None  # the source row as read, for its fingerprint
 
     @property
     def user_key(self) -> str:
@@ -263,7 +267,9 @@ def geometric_mean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def candidate_for(submission: Submission, board: Board, *, config: str = "", snapshot_digest: str | None = None) -> Candidate:
+def candidate_for(
+    submission: Submission, board: Board, *, config: str = "", snapshot_digest: str | None = None, row: dict | None = None
+) -> Candidate:
     """Raises Skipped (does not rank) or Rejected (inconsistent)."""
     if isinstance(submission, PerShapeRow):
         if submission.run_mode != "leaderboard":
@@ -277,7 +283,7 @@ def candidate_for(submission: Submission, board: Board, *, config: str = "", sna
         if any(case.mean <= 0 for case in cases):
             raise Rejected("run_result: a case mean is 0: no geometric mean")
         product = hardware_of(submission.run_system_info.gpu)[1]
-        return Candidate(board, submission, product, geometric_mean([c.mean for c in cases]), cases, config, snapshot_digest)
+        return Candidate(board, submission, product, geometric_mean([c.mean for c in cases]), cases, config, snapshot_digest, row)
     status = (submission.status or "").strip().lower()
     if status in FAILING:
         raise Skipped(f"status {submission.status!r}: a failed submission does not rank")
@@ -293,7 +299,30 @@ def candidate_for(submission: Submission, board: Board, *, config: str = "", sna
             raise Rejected(f"no gpu_type, and board {board.name!r} lists {len(board.gpu_types)} GPUs")
         gpu = board.gpu_types[0]
     product = hardware_of(gpu)[1]
-    return Candidate(board, submission, product, submission.score * 1e9, [], config, snapshot_digest)
+    return Candidate(board, submission, product, submission.score * 1e9, [], config, snapshot_digest, row)
+
+
+def external_id_of(best: Candidate) -> str:
+    return f"{best.board.key}/{best.user_key}/{slug(best.product)}"
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> bytes:
+    """What turns rows into manifests: this loader's parse and normalize steps and the manifest
+    models. A change to any of them makes every record's fingerprint new (so it is rebuilt)."""
+    import registry.digest
+    import registry.manifests
+    from loaders.gpumode import parse
+
+    files = (Path(__file__), Path(parse.__file__), Path(registry.manifests.__file__), Path(registry.digest.__file__))
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).digest()
+
+
+def record_fingerprint(best: Candidate) -> str:
+    """sha256 of the code above, the board, the config and the chosen row: equal fingerprints
+    make equal runs, so a stored run with this fingerprint is unchanged without rebuilding it."""
+    record = json.dumps([best.config, repr(best.board), best.row], sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(code_fingerprint() + record.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -307,8 +336,9 @@ class RunManifests:
     environment: Manifest
 
 
-def run_for(best: Candidate) -> RunManifests:
-    """The ImplementationRevision and BenchmarkRun of a user's best submission."""
+def run_for(best: Candidate, fingerprint: str | None = None) -> RunManifests:
+    """The ImplementationRevision and BenchmarkRun of a user's best submission; `fingerprint`
+    (`record_fingerprint`) is kept in the annotation `sourceRecord`."""
     s, board = best.submission, best.board
     per_shape = isinstance(s, PerShapeRow)
     kind = PER_SHAPE if per_shape else FLAT
@@ -317,7 +347,7 @@ def run_for(best: Candidate) -> RunManifests:
     protocol, protocol_digest = protocol_for(kind)
     environment, environment_digest = environment_for(best.product)
     user = s.user_name or f"user {s.user_id}"
-    external_id = f"{board.key}/{best.user_key}/{slug(best.product)}"
+    external_id = external_id_of(best)
     metrics: dict = {"submission_id": s.submission_id, "config": best.config, "user_id": s.user_id}
     if per_shape:
         statistic = GEOMEAN
@@ -344,6 +374,8 @@ def run_for(best: Candidate) -> RunManifests:
         metrics |= {"score": s.score, "status": s.status, "problem_name": s.problem_name, "gpu_type": s.gpu_type}
         cases = []
     annotations = {"sourceSnapshot": best.snapshot_digest} if best.snapshot_digest else {}
+    if fingerprint:
+        annotations[SOURCE_RECORD] = fingerprint
     if s.submission_time is None:
         raise Rejected("no submission_time: the run has no time the source vouches for")
     try:

@@ -21,6 +21,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -252,6 +253,11 @@ def _number(result: dict[str, Any], key: str, *, required: bool) -> float | None
 
 def parse_spec(spec: str) -> dict[str, int]:
     """`"k: 7168; m: 1024; seed: 8135"` → its integer parameters (others stay in the text)."""
+    return dict(_spec_axes(spec))  # a copy: callers may keep it
+
+
+@lru_cache(maxsize=4096)  # a board's few specs repeat on every one of its rows
+def _spec_axes(spec: str) -> dict[str, int]:
     axes = {}
     for piece in filter(None, (p.strip() for p in spec.split(";"))):
         name, colon, value = piece.partition(":")
