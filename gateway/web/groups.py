@@ -23,6 +23,14 @@ SORTS = {
 }
 
 
+# What a tie means under each of the API's tie tests (RankRule.tieTest).
+TIE_TESTS = {
+    "exact": "equal values",
+    "noise_band": "difference inside the larger half-IQR",
+    "ci95_overlap": "overlapping 95% confidence intervals of the geometric mean of per-case means",
+}
+
+
 def mark_ties(rows: list[dict]) -> None:
     """A rank shared with a neighbour is a tie (the API gives tied runs the same rank)."""
     for i, row in enumerate(rows):
@@ -62,4 +70,4 @@ async def group_page(request: Request) -> Response:
         "sort": {"column": sort, "order": "desc" if descending else "asc", "scope": "group" if sort == "rank" else "page"},
         "page": {"after": after, "size": PAGE_SIZE, "hasNextPage": connection["pageInfo"]["hasNextPage"], "endCursor": connection["pageInfo"]["endCursor"]},
     }
-    return page(request, "group.html", context)
+    return page(request, "group.html", {**context, "tie_tests": TIE_TESTS}, json_body=context)

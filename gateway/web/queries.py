@@ -37,7 +37,7 @@ GROUP = (
     """query Group($id: ID!, $first: Int!, $after: String) {
   comparisonGroup(id: $id) {
     id title key size rankedSize family familyVersion sourceNative
-    rankRule { metric order noiseAware }
+    rankRule { metric order noiseAware tieTest }
     gpu { display }
     definition { name title }
     workload { name caseCount }
@@ -79,7 +79,7 @@ DOSSIER = """query Dossier($id: ID!) { run(id: $id) {
   group { id title size rankedSize leader { digest title } sourceNative rankRule { metric order tieTest } }
   sourceNative { sourceTitle benchmark externalReference solExecBench { summary } metrics { name value text } }
   identity { comparisonKey externalReference sourceTitle protocolDigest workloadDigest environmentDigest implementationDigest }
-  implementation { name project revision code { repository path digest } }
+  implementation { name project revision architectures code { repository commit path paths digest url } }
   correctness { statement policy }
   workload { description caseCount comparator aggregation definition { name } }
   protocol { harness { name version } timer primaryStatistic correctnessReference comparabilityFamily notes }

@@ -12,9 +12,9 @@ from gateway.settings import Settings
 DATA = Path(__file__).resolve().parents[2] / "data"
 
 GROUPS = """{ definitions { name comparisonGroups { id title size leader { id digest title } } } }"""
-BOARD = """query($id: ID!) { comparisonGroup(id: $id) { runs(first: 50) { edges { node {
+BOARD = """query($id: ID!) { comparisonGroup(id: $id) { rankRule { tieTest } runs(first: 50) { edges { node {
   id digest title rank primaryMeasurement { display } } } } } }"""
-CASES = """query($id: ID!) { run(id: $id) { title rank group { rankedSize }
+CASES = """query($id: ID!) { run(id: $id) { title rank group { rankedSize } implementation { architectures }
   protocol { primaryStatistic } cases { index latency { statistic valueNs } } } }"""
 
 
@@ -44,7 +44,10 @@ async def test_home_group_run_compare_and_back(bundled, site, page, graphql):
     await page.click(f'a[href="/groups/{group["id"]}"]')
     await page.wait_for_url(f"{site}/groups/{group['id']}")
     assert await page.inner_text("h1") == group["title"]
-    board = [e["node"] for e in (await graphql(BOARD, {"id": group["id"]}))["comparisonGroup"]["runs"]["edges"]]
+    answer = (await graphql(BOARD, {"id": group["id"]}))["comparisonGroup"]
+    board = [e["node"] for e in answer["runs"]["edges"]]
+    tie_test = {"exact": "equal values", "noise_band": "difference inside the larger half-IQR"}[answer["rankRule"]["tieTest"]]
+    assert await page.inner_text("#tie-test") == f"ties: {tie_test}"
     rows = page.locator("#leaderboard tbody tr")
     assert await rows.count() == len(board) == group["size"]
     ranks = [r["rank"] for r in board]
@@ -62,6 +65,7 @@ async def test_home_group_run_compare_and_back(bundled, site, page, graphql):
     assert await page.inner_text("#title") == last["title"]
     assert f"Rank {detail['rank']} of {detail['group']['rankedSize']}" in await page.inner_text("#rank")
     assert await page.locator("#chart svg rect").count() >= len(detail["cases"])
+    assert detail["implementation"]["architectures"] and await page.inner_text("#architectures") == ", ".join(detail["implementation"]["architectures"])
 
     await page.click("#compare")
     await page.wait_for_url(f"{site}/compare?runs={last['digest']},{group['leader']['digest']}")
