@@ -38,11 +38,16 @@
     if (el) el.textContent = text === "live" ? "Live: new runs appear here without a reload." : text;
   }
 
-  // Swap regions of this page with the same regions of a freshly rendered copy of it.
+  // Swap regions of this page with the same regions of a freshly rendered copy of it. Events can
+  // come in bursts: only the newest refresh is applied, so an older answer never wins.
+  let refreshes = 0;
   async function refresh(ids) {
+    const mine = ++refreshes;
     const response = await fetch(location.href, { headers: { Accept: "text/html" } });
     if (!response.ok) return;
-    const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    const html = await response.text();
+    if (mine !== refreshes) return;
+    const fresh = new DOMParser().parseFromString(html, "text/html");
     for (const id of ids) {
       const now = document.getElementById(id), next = fresh.getElementById(id);
       if (now && next) now.replaceWith(document.importNode(next, true));
