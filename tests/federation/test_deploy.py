@@ -53,7 +53,9 @@ def test_manifests_describe_the_topology_and_their_commands_parse():
     replicas = {d["metadata"]["name"]: d["spec"]["replicas"] for d in docs if d["kind"] == "Deployment"}
     assert replicas["registry"] > 1 and replicas["benchmarks"] > 1
     gateway_args = containers["gateway"]["args"]
-    assert gateway_args[:2] == ["supergraph", "/config/supergraph.graphql"] and "/config/gateway.config.mjs" in gateway_args
+    assert gateway_args[:2] == ["supergraph", "/gateway/supergraph.graphql"] and "/gateway/gateway.config.mjs" in gateway_args
+    mounts = {m["mountPath"]: m["subPath"] for m in containers["gateway"]["volumeMounts"]}
+    assert mounts == {"/gateway/supergraph.graphql": "supergraph.graphql", "/gateway/gateway.config.mjs": "gateway.config.mjs"}
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
