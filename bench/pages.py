@@ -1,6 +1,6 @@
 """Benchmark: server time and size of the web pages with 10,000 runs loaded.
 
-    python bench/pages.py [--runs 10000] [--group-size 1000] [--iterations 100] [--warmup 10]
+    python bench/pages.py [--runs 10000] [--group-size 1000] [--iterations 100] [--warmup 10] [--stack]
 
 Starts SecantusDB (`secantusd-py`) on a temporary directory unless MONGODB_URI is set (then a
 fresh database there, dropped at the end), publishes N synthetic runs: N - G in groups of 25
@@ -15,6 +15,10 @@ after a warm-up:
   /runs/{digest}    the dossier of a randomly chosen run (a new one each request)
   /operations/{n}   the big group's operation
   /compare          two runs of the big group (synthetic runs carry no per-case results)
+
+With --stack the same pages go through the federated stack as `make serve` starts it
+(`kernelindex serve --no-data` on the loaded database: Hive Gateway forwarding to the `kernelindex
+web` process, which asks the gateway's /graphql, which asks the two subgraphs).
 
 Server time is the page's `Server-Timing: page;dur=` header (from the request reaching the web
 app to the response starting: its GraphQL round trips and rendering); `graphql;dur=` is the part
@@ -45,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from api import BATCH, make_bundles, percentile, start_uvicorn, stop  # noqa: E402  (bench/api.py)
-from gateway.embedded import EmbeddedServer  # noqa: E402
+from gateway.embedded import EmbeddedServer, free_port  # noqa: E402
 from store.client import make_client  # noqa: E402
 from store.publish import publish_many  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
@@ -107,9 +111,33 @@ def measure(http: httpx.Client, paths, iterations: int, warmup: int):
     return server, api, wall, sizes
 
 
+def start_stack(uri: str, database: str, home: Path) -> tuple[subprocess.Popen, str]:
+    """`kernelindex serve --no-data` (the federated stack) on the loaded database."""
+    port = free_port()
+    env = {**os.environ, "MONGODB_URI": uri, "KERNELINDEX_DATABASE": database, "KERNELINDEX_HOME": str(home)}
+    kernelindex = str(Path(sys.executable).with_name("kernelindex"))
+    process = subprocess.Popen([kernelindex, "serve", "--no-data", "--port", str(port)], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"kernelindex serve exited with code {process.returncode} while starting")
+        try:
+            if httpx.get(f"{base}/static/site.css", timeout=1).status_code == 200 and httpx.post(f"{base}/graphql", json={"query": "{ __typename }"}, timeout=5).status_code == 200:
+                return process, base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    stop(process)
+    raise SystemExit("the stack did not answer within 240 s")
+
+
 def bench(uri: str, database: str, args: argparse.Namespace, console: Console) -> bool:
     digests = asyncio.run(load(uri, database, args.runs, args.group_size, console))
-    process, base = start_uvicorn(uri, database)  # bench/api.py's child: the real app under uvicorn
+    if args.stack:
+        process, base = start_stack(uri, database, Path(tempfile.mkdtemp(prefix="kernelindex-bench-stack-")))
+    else:
+        process, base = start_uvicorn(uri, database)  # bench/api.py's child: the real app under uvicorn
     try:
         with httpx.Client(base_url=base, timeout=60) as http:
             groups = http.post("/graphql", json={"query": "query($n: String!) { definition(name: $n) { comparisonGroups { id size } } }", "variables": {"n": BIG_OPERATION}}).json()
@@ -124,7 +152,8 @@ def bench(uri: str, database: str, args: argparse.Namespace, console: Console) -
                 ("operation", f"/operations/{BIG_OPERATION}"),
                 ("compare", lambda: f"/compare?runs={rng.choice(big[1:])},{big[0]}"),
             ]
-            table = Table(title=f"web pages, {len(digests):,} runs loaded, {args.iterations} requests each (ms; kB = 1,000 bytes)")
+            where = "federated stack (Hive Gateway, web process, 2 subgraphs)" if args.stack else "single process"
+            table = Table(title=f"web pages, {where}, {len(digests):,} runs loaded, {args.iterations} requests each (ms; kB = 1,000 bytes)")
             for column in ("page", "server p50", "p90", "p99", "GraphQL p50", "client p50", "size kB", "target", "met"):
                 table.add_column(column, justify="left" if column in ("page", "target") else "right")
             met = True
@@ -151,6 +180,7 @@ def main() -> int:
     parser.add_argument("--group-size", type=int, default=1_000, help="runs in the big group (default 1000)")
     parser.add_argument("--iterations", type=int, default=100, help="timed requests per page (default 100)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed requests per page first (default 10)")
+    parser.add_argument("--stack", action="store_true", help="through the federated stack (kernelindex serve) instead of the single process")
     args = parser.parse_args()
     console = Console(width=max(Console().width, 120))
     started = time.perf_counter()
