@@ -1,4 +1,4 @@
-"""`kernelindex bench 051 --impl reference,compile,ext-streamnorm --out DIR [options]`
+"""`kernelindex bench 051 --impl reference,compile,ext-hybrid --out DIR [options]`
 
 Also `python -m kernels.harness.cli 051 ...`. The gateway's CLI adds these options to its
 `bench` verb (`add_arguments`) and calls `run`; torch is imported only when a benchmark runs.
@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("operation", help="operation key, e.g. 051")
     p.add_argument("--impl", default=None,
-                   help="comma-separated implementation names (default: reference,compile,ext-streamnorm on "
+                   help="comma-separated implementation names (default: reference,compile,ext-hybrid on "
                         "cuda; reference on cpu). The reference is always run: it is T_b.")
     p.add_argument("--out", required=True, type=Path, help="output directory")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     device = args.device
-    default_impls = "reference,compile,ext-streamnorm" if device == "cuda" else "reference"
+    default_impls = "reference,compile,ext-hybrid" if device == "cuda" else "reference"
     names = [n.strip() for n in (args.impl or default_impls).split(",") if n.strip()]
     if "reference" not in names:
         names.insert(0, "reference")
