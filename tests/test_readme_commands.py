@@ -1,14 +1,16 @@
 """Every command line in the READMEs' code blocks works as written.
 
 Commands are read from the fenced code blocks of every README.md each time the tests are
-collected, so a command added to a README is tested without touching this file. Each command line is one of:
+collected, so a command added to a README is tested without touching this file. Each command
+line is one of:
 
 - long-running (LONG_RUNNING: it serves, or runs for minutes): only its help runs (`-h`, or
   `make -n` for a make target), and every `--flag` the line names must appear in that help;
 - a synopsis (it has placeholders: `[...]`, `FILE...`, `<...>`, `KEY_ID`, `a|b`): the same check;
 - anything else is run for real: the runnable lines of a block run in order in one bash (so
   `VAR=$(...)` carries to later lines), in a temporary directory, against a fresh
-  `kernelindex serve` (its own database, the bundled data loaded), and must exit 0. A block that
+  `kernelindex serve` (its own database, the bundled data loaded; the README's
+  http://127.0.0.1:8000 is replaced by its address), and must exit 0. A block that
   contains a command named in EXPECTED_OUTPUT must also print that text.
 """
 
@@ -196,6 +198,9 @@ def served(mongo_uri, tmp_path_factory):
 def test_runnable_blocks_run_as_written(block: Block, served):
     env, workdir = served
     script = "\n".join(c.text for c in block.commands if not c.checked_by_help)
+    # The README's local gateway (:8000) is this test's server.
+    served_at = env["KERNELINDEX_API"].removesuffix("/graphql")
+    script = script.replace("http://127.0.0.1:8000", served_at).replace("http://localhost:8000", served_at)
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{block.id} failed:\n{script}\n--- stderr:\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
