@@ -52,6 +52,27 @@ function limitSubscriptionsPerConnection(limit) {
   };
 }
 
+// Demand control: the same maximum and default list size as the subgraphs.
+const MAX_COST = 5000;
+const DEFAULT_LIST_SIZE = 10;
+
+// Hive Gateway refuses with COST_ESTIMATED_TOO_EXPENSIVE; clients see the subgraphs' code.
+function costLimitCode() {
+  const renamed = (result) => {
+    for (const error of result?.errors ?? []) {
+      if (error.extensions?.code === "COST_ESTIMATED_TOO_EXPENSIVE") {
+        error.extensions.code = "COST_LIMIT";
+      }
+    }
+  };
+  return {
+    onExecutionResult({ result }) {
+      if (Array.isArray(result)) result.forEach(renamed);
+      else renamed(result);
+    },
+  };
+}
+
 function forwardPagesTo(webUrl) {
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
@@ -105,7 +126,14 @@ export const gatewayConfig = defineConfig({
       },
     },
   },
-  plugins: () => [forwardPagesTo(process.env.KERNELINDEX_WEB_URL), limitSubscriptionsPerConnection(MAX_SUBSCRIPTIONS_PER_CONNECTION)],
+  // The subgraphs' cost limit (resolvers/cost_limit.py: MAX_COST, DEFAULT_LIST_SIZE), applied
+  // here too, to each subgraph request the plan makes, before it is sent.
+  demandControl: { maxCost: MAX_COST, listSize: DEFAULT_LIST_SIZE },
+  plugins: () => [
+    forwardPagesTo(process.env.KERNELINDEX_WEB_URL),
+    limitSubscriptionsPerConnection(MAX_SUBSCRIPTIONS_PER_CONNECTION),
+    costLimitCode(),
+  ],
   maskedErrors: { maskError: keepSubgraphCodes },
 });
 

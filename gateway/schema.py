@@ -9,6 +9,8 @@ only the key `id`, which the owner resolves by reference.
 
 from __future__ import annotations
 
+import logging
+
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import (
@@ -30,7 +32,8 @@ from gateway.websocket import SubscriptionsOverWebSocket
 from resolvers.benchmarks.mutation import Mutation as BenchmarksMutation
 from resolvers.benchmarks.query import Query as BenchmarksQuery
 from resolvers.benchmarks.subscription import Subscription as BenchmarksSubscription
-from resolvers.errors import ClientError, should_mask
+from resolvers.cost_limit import CostLimit
+from resolvers.errors import add_code, should_mask
 from resolvers.node_types import BENCHMARKS, NODE_TYPES, REGISTRY, entity_classes
 from resolvers.registry.mutation import Mutation as RegistryMutation
 from resolvers.registry.query import Query as RegistryQuery
@@ -56,6 +59,10 @@ def field_owner(type_name: str, field_name: str) -> str | None:
     return node_type.subgraph if node_type else None
 
 
+log = logging.getLogger("kernelindex.graphql")
+MAX_LOGGED_QUERY = 500
+
+
 class KernelIndexSchema(strawberry.federation.Schema):
     def __init__(self, *args, subgraph: str | None = None, **kwargs):
         self.subgraph = subgraph  # read by get_fields while the base class builds the schema
@@ -68,10 +75,15 @@ class KernelIndexSchema(strawberry.federation.Schema):
         return [f for f in fields if field_owner(type_definition.name, f.graphql_name or f.python_name) in (None, self.subgraph)]
 
     def process_errors(self, errors: list[GraphQLError], execution_context=None) -> None:
-        # Expected failures (bad input) are answers, not incidents: don't log them.
-        unexpected = [e for e in errors if not isinstance(e.original_error, ClientError)]
-        if unexpected:
-            super().process_errors(unexpected, execution_context)
+        # Every refusal gets a code. Expected failures (bad input, syntax, validation) are
+        # answers, not incidents: not logged.
+        # The rest are logged with the query cut short: a client's 1 MB query is not 1 MB of log.
+        query = getattr(execution_context, "query", None) or ""
+        shown = query[:MAX_LOGGED_QUERY] + (f"… ({len(query):,} characters)" if len(query) > MAX_LOGGED_QUERY else "")
+        for error in errors:
+            add_code(error)
+            if should_mask(error):
+                log.error("%s at %s in query %r", error.message[:500], error.path, shown, exc_info=error.original_error)
 
 
 def _roots(subgraph: str | None) -> tuple[type, type, type]:
@@ -96,6 +108,7 @@ def build_schema(settings: Settings | None = None, subgraph: str | None = None) 
         lambda: ParserCache(maxsize=256),
         lambda: AddValidationRules(rules),
         lambda: ValidationCache(maxsize=256),
+        CostLimit,  # after ValidationCache: an invalid document is reported as invalid
         SubscriptionsOverWebSocket,
     ]
     if not settings.debug:

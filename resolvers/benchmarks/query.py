@@ -11,6 +11,7 @@ from resolvers.context import Info
 from resolvers.errors import ClientError
 from resolvers.types.connection import Connection
 from resolvers.types.job import BenchmarkJob, BenchmarkJobFilter, job_connection
+from resolvers.cost_limit import PAGE
 
 
 def _key(global_id: str, expected: str) -> str:
@@ -27,7 +28,7 @@ class Query:
         doc = await info.context.loaders.jobs.load(_key(id, "BenchmarkJob"))
         return BenchmarkJob.from_doc(doc) if doc else None
 
-    @strawberry.field(description="Benchmark jobs, newest first.")
+    @strawberry.field(description="Benchmark jobs, newest first.", directives=[PAGE])
     async def benchmark_jobs(
         self, info: Info, filter: BenchmarkJobFilter | None = None, first: int = 20, after: str | None = None
     ) -> Connection[BenchmarkJob]:

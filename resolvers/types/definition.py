@@ -12,6 +12,7 @@ from resolvers.context import Info
 from resolvers.types.connection import Connection
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
+from resolvers.cost_limit import PAGE
 from store.queries import related_definitions
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ class Definition(Node):
         docs = await info.context.loaders.groups_by_definition.load_many(digests)
         return [ComparisonGroup.from_doc(g) for batch in docs for g in batch]
 
-    @strawberry.field(description="Benchmark jobs asked for this definition, newest first (from the benchmarks subgraph).")
+    @strawberry.field(description="Benchmark jobs asked for this definition, newest first (from the benchmarks subgraph).", directives=[PAGE])
     async def jobs(
         self, info: Info, first: int = 20, after: str | None = None, state: Annotated[JobState, strawberry.lazy("resolvers.types.job")] | None = None
     ) -> Connection[Annotated[BenchmarkJob, strawberry.lazy("resolvers.types.job")]]:

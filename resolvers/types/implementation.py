@@ -13,6 +13,7 @@ from resolvers.context import Info
 from resolvers.types.connection import Connection
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
+from resolvers.cost_limit import PAGE
 
 if TYPE_CHECKING:
     from resolvers.types.job import BenchmarkJob, JobState
@@ -93,7 +94,7 @@ class Implementation(Node):
             doc=doc,
         )
 
-    @strawberry.field(description="Benchmark jobs asked for this revision, newest first (from the benchmarks subgraph).")
+    @strawberry.field(description="Benchmark jobs asked for this revision, newest first (from the benchmarks subgraph).", directives=[PAGE])
     async def jobs(
         self, info: Info, first: int = 20, after: str | None = None, state: Annotated[JobState, strawberry.lazy("resolvers.types.job")] | None = None
     ) -> Connection[Annotated[BenchmarkJob, strawberry.lazy("resolvers.types.job")]]:
