@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from graphql import FieldNode, GraphQLError, NullValueNode, OperationDefinitionNode, VariableNode, parse
+from graphql import FieldNode, GraphQLError, GraphQLSyntaxError, NullValueNode, OperationDefinitionNode, VariableNode, parse
 from graphql import OperationType as GraphQLOperationType
 from starlette.websockets import WebSocket
 from strawberry.extensions import SchemaExtension
@@ -30,6 +30,7 @@ from strawberry.types.execution import ExecutionResult, PreExecutionError
 from strawberry.types.graphql import OperationType
 from strawberry.utils.aio import aclosing
 
+from gateway.key_revocation import KeyWatch, connection_key, refused_for_revoked_key
 from resolvers.dataloaders import Loaders
 from resolvers.errors import ClientError
 
@@ -50,10 +51,41 @@ class SubscriptionLimitHandler(BaseGraphQLTransportWSHandler):
       (see SharedStream). Without this, 500 subscribers cost 500 executions of every event.
     """
 
+    key_watch: KeyWatch | None = None
+
+    async def handle_connection_init(self, message) -> None:
+        await super().handle_connection_init(message)
+        if self.connection_acknowledged and connection_key(self.context) is not None and self.key_watch is None:
+            self.key_watch = KeyWatch(self)
+            self.key_watch.start()
+
+    async def shutdown(self) -> None:
+        if self.key_watch is not None:
+            await self.key_watch.stop()
+        await super().shutdown()
+
+    @staticmethod
+    def _get_pre_execution_close_reason(error: GraphQLError) -> str | None:
+        # A syntax error is an answer to one operation (an `error` message), not a reason to
+        # close the whole connection.
+        if isinstance(error, GraphQLSyntaxError):
+            return None
+        return BaseGraphQLTransportWSHandler._get_pre_execution_close_reason(error)
+
     async def handle_subscribe(self, message) -> None:
         limit = self.max_subscriptions_per_connection
         if not self.connection_acknowledged or message["id"] in self.operations:
             await super().handle_subscribe(message)  # strawberry closes the socket for these
+            return
+        if await refused_for_revoked_key(self, message["id"]):
+            return
+        payload = message.get("payload")
+        syntax_error = _syntax_error(payload["query"]) if isinstance(payload, dict) and isinstance(payload.get("query"), str) else None
+        if syntax_error is not None:
+            # An answer to this operation, with a code (Strawberry would end it with a bare
+            # `complete`, or close the whole connection).
+            error = GraphQLError(syntax_error.message[:500], extensions={"code": "GRAPHQL_PARSE_FAILED"})
+            await self.send_message({"id": message["id"], "type": "error", "payload": [error.formatted]})
             return
         if limit is not None and len(self.operations) >= limit:
             error = GraphQLError(
@@ -114,6 +146,15 @@ def _parse(query: str):
         return parse(query, max_tokens=4000, no_location=True)
     except GraphQLError:
         return None
+
+
+@functools.lru_cache(maxsize=256)
+def _syntax_error(query: str) -> GraphQLError | None:
+    try:
+        parse(query, max_tokens=4000, no_location=True)
+    except GraphQLError as error:
+        return error
+    return None
 
 
 def share_key(query: Any, variables: Any, operation_name: Any, context: Any) -> tuple | None:

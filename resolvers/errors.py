@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphql import GraphQLError
+from graphql import GraphQLError, GraphQLSyntaxError
 
 
 class ClientError(Exception):
@@ -24,3 +24,21 @@ def should_mask(error: GraphQLError) -> bool:
         # a string for an Int): the message describes the client's input.
         return False
     return not isinstance(original, ClientError)
+
+
+
+def add_code(error: GraphQLError) -> None:
+    """Give a refusal graphql-core made its code: syntax GRAPHQL_PARSE_FAILED, validation
+    (depth, aliases, unknown fields) GRAPHQL_VALIDATION_FAILED, a variable of the wrong type
+    BAD_USER_INPUT. Errors that carry a code, and masked ones, are left as they are."""
+    if (error.extensions or {}).get("code") or should_mask(error):
+        return
+    if isinstance(error, GraphQLSyntaxError):
+        code = "GRAPHQL_PARSE_FAILED"
+    elif error.original_error is None and error.path is None:
+        code = "GRAPHQL_VALIDATION_FAILED"
+    elif error.path is None:
+        code = "BAD_USER_INPUT"
+    else:
+        return
+    error.extensions = {**(error.extensions or {}), "code": code}

@@ -16,8 +16,9 @@ from resolvers import ids
 from resolvers.context import Info
 from resolvers.dataloaders import Loaders
 from resolvers.errors import ClientError
-from resolvers.types.common import decode_cursor
+from resolvers.types.common import decode_cursor, shown
 from store.event_stream import EventFilter, EventHub, StreamUnavailable
+from store.events import last_seq
 
 Doc = dict[str, Any]
 E = TypeVar("E")
@@ -32,12 +33,14 @@ def hub_of(info: Info) -> EventHub:
     return hub
 
 
-def after_seq(after: str | None) -> int | None:
+async def after_seq(info: Info, after: str | None) -> int | None:
+    """The event sequence number of an `after` cursor; a cursor past the newest event was never
+    issued (a subscriber given one would wait silently for events it can never get)."""
     if after is None:
         return None
-    seq = decode_cursor(after, 1)[0]
-    if seq < 0:
-        raise ClientError(f"after: {after!r} is not a valid cursor")
+    seq = decode_cursor(after, "events", 1)[0]
+    if seq > await last_seq(info.context.db):
+        raise ClientError(f"after: {shown(after)} was never issued (it is past the newest event)")
     return seq
 
 

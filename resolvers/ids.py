@@ -14,6 +14,11 @@ class BadGlobalId(ValueError):
     pass
 
 
+def _shown(value: str, limit: int = 60) -> str:
+    """A client's ID quoted in an error message, cut short (it may be 100 KB)."""
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + f"… ({len(value):,} characters)"
+
+
 def encode(type_name: str, key: str) -> str:
     return base64.urlsafe_b64encode(f"{type_name}:{key}".encode()).decode().rstrip("=")
 
@@ -24,15 +29,15 @@ def decode(global_id: str) -> tuple[str, str]:
         padded = global_id + "=" * (-len(global_id) % 4)
         text = base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8")
     except (binascii.Error, UnicodeError, ValueError):
-        raise BadGlobalId(f"{global_id!r} is not a valid ID") from None
+        raise BadGlobalId(f"{_shown(global_id)} is not a valid ID") from None
     type_name, _, key = text.partition(":")
     if type_name not in TYPES or not key:
-        raise BadGlobalId(f"{global_id!r} is not a valid ID")
+        raise BadGlobalId(f"{_shown(global_id)} is not a valid ID")
     return type_name, key
 
 
 def decode_as(global_id: str, expected: str) -> str:
     type_name, key = decode(global_id)
     if type_name != expected:
-        raise BadGlobalId(f"{global_id!r} is a {type_name} ID, expected a {expected} ID")
+        raise BadGlobalId(f"{_shown(global_id)} is a {type_name} ID, expected a {expected} ID")
     return key

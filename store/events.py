@@ -40,5 +40,11 @@ async def append(
     return doc
 
 
+async def last_seq(db: AsyncDatabase) -> int:
+    """The newest sequence number handed out (0 before the first event)."""
+    counter = await db.counters.find_one({"_id": "events"})
+    return counter["seq"] if counter else 0
+
+
 async def after(db: AsyncDatabase, seq: int, limit: int = 1000) -> list[dict[str, Any]]:
     return await db.events.find({"seq": {"$gt": seq}}).sort("seq", 1).limit(limit).to_list()

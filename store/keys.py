@@ -68,6 +68,11 @@ async def authenticate(db: AsyncDatabase, secret: str) -> ApiKey | None:
     return _of(doc)
 
 
+async def is_active(db: AsyncDatabase, key_id: str) -> bool:
+    """Whether the key exists and is not revoked (re-checked on long-lived connections)."""
+    return await db.api_keys.find_one({"_id": key_id, "revoked": False}, {"_id": 1}) is not None
+
+
 async def keys_with_signing_key(db: AsyncDatabase, scope: Scope) -> list[ApiKey]:
     return [_of(d) async for d in db.api_keys.find({"scope": scope.value, "revoked": False, "publicKey": {"$ne": None}})]
 

@@ -85,7 +85,8 @@ def _serve_subgraph(args: argparse.Namespace, settings: Settings) -> int:
             asyncio.run(bootstrap(uri, settings, DATA_DIR))
         # No permessage-deflate: it costs about half of a subscription delivery's CPU.
         config = uvicorn.Config(
-            create_app(uri, settings, subgraph=args.subgraph), log_level="warning", ws_per_message_deflate=False
+            create_app(uri, settings, subgraph=args.subgraph), log_level="warning", ws_per_message_deflate=False,
+            ws_max_size=settings.max_body_bytes,  # a WebSocket message is bounded like an HTTP body
         )
         web = uvicorn.Server(config)
         died: list[int] = []

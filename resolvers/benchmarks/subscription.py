@@ -49,7 +49,7 @@ class Subscription:
                 code="UNAUTHENTICATED",
             )
         job_id = key_of(id, "BenchmarkJob", "id")
-        since = after_seq(after)
+        since = await after_seq(info, after)
         job = await job_watchers(info.context.db, job_id)
         if job is None:
             raise ClientError("id: no such benchmark job", code="NOT_FOUND")

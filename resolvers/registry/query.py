@@ -17,6 +17,7 @@ from resolvers.types.definition import Definition
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.node import Node
 from resolvers.types.run import Run, run_connection
+from resolvers.cost_limit import PAGE
 from store.queries import definition_named, definitions_by_name, run_by_external_id, runs_page
 
 
@@ -87,13 +88,13 @@ class Query:
         doc = await run_by_external_id(info.context.db, source, external_id)
         return Run.from_doc(doc) if doc else None
 
-    @strawberry.field(description="Runs, newest first.")
+    @strawberry.field(description="Runs, newest first.", directives=[PAGE])
     async def runs(
         self, info: Info, filter: RunFilter | None = None, first: int = 20, after: str | None = None
     ) -> Connection[Run]:
-        after_seq = decode_cursor(after, 1)[0] if after else None
+        after_seq = decode_cursor(after, "runs", 1)[0] if after else None
         docs, more = await runs_page(info.context.db, query=_run_query(filter), first=check_first(first), after_seq=after_seq)
-        return await run_connection(docs, more, lambda d: encode_cursor(d["seq"]), info)
+        return await run_connection(docs, more, lambda d: encode_cursor("runs", d["seq"]), info)
 
     @strawberry.field
     async def comparison_group(self, info: Info, id: strawberry.ID) -> ComparisonGroup | None:

@@ -29,7 +29,7 @@ class Subscription:
             gpu=f.gpu,
             source=f.source,
         )
-        return feed(info, hub, flt, after_seq(after), RunPublishedEvent.of)
+        return feed(info, hub, flt, await after_seq(info, after), RunPublishedEvent.of)
 
     @strawberry.subscription(description="Changes of one comparison group's membership or #1 (public).")
     async def comparison_group_changed(
@@ -37,7 +37,7 @@ class Subscription:
     ) -> AsyncGenerator[ComparisonGroupChangedEvent, None]:
         hub = hub_of(info)
         key = key_of(id, "ComparisonGroup", "id")
-        since = after_seq(after)
+        since = await after_seq(info, after)
         if not await group_exists(info.context.db, key):
             raise ClientError("id: no such comparison group", code="NOT_FOUND")
         return feed(info, hub, EventFilter.of("group.changed", groupKey=key), since, ComparisonGroupChangedEvent.of)

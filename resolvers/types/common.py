@@ -52,20 +52,47 @@ class PageInfo:
     end_cursor: str | None
 
 
-def encode_cursor(*parts: object) -> str:
-    return base64.urlsafe_b64encode(":".join(str(p) for p in parts).encode()).decode()
+# Cursors name the list they page ("runs:<seq>"), so one list's cursor is refused by another.
+CURSOR_KINDS = ("runs", "group", "attestations", "notes", "jobs", "events")
+MAX_CURSOR_PART = 2**63 - 1  # what the database compares (a larger number cannot be a position)
 
 
-def decode_cursor(cursor: str, arity: int) -> list[int]:
+def encode_cursor(kind: str, *parts: object) -> str:
+    return base64.urlsafe_b64encode(":".join((kind, *(str(p) for p in parts))).encode()).decode()
+
+
+def shown(value: str, limit: int = 60) -> str:
+    """A client's value quoted in an error message, cut short (it may be 100 KB)."""
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + f"… ({len(value):,} characters)"
+
+
+def cursor_parts(cursor: str, kind: str) -> list[str]:
+    """The parts of a cursor of `kind`; ClientError naming a malformed one or another list's."""
     from resolvers.errors import ClientError
 
     try:
-        parts = [int(p) for p in base64.urlsafe_b64decode(cursor.encode()).decode().split(":")]
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8")
+    except (ValueError, UnicodeError):
+        raise ClientError(f"after: {shown(cursor)} is not a valid cursor") from None
+    found, _, rest = text.partition(":")
+    if found != kind:
+        if found in CURSOR_KINDS:
+            raise ClientError(f"after: {shown(cursor)} is a cursor of {found}, not of this list ({kind})")
+        raise ClientError(f"after: {shown(cursor)} is not a valid cursor")
+    return rest.split(":")
+
+
+def decode_cursor(cursor: str, kind: str, arity: int) -> list[int]:
+    from resolvers.errors import ClientError
+
+    parts = cursor_parts(cursor, kind)
+    try:
+        numbers = [int(p) for p in parts]
     except ValueError:
-        raise ClientError(f"after: {cursor!r} is not a valid cursor") from None
-    if len(parts) != arity:
-        raise ClientError(f"after: {cursor!r} is not a valid cursor")
-    return parts
+        raise ClientError(f"after: {shown(cursor)} is not a valid cursor") from None
+    if len(numbers) != arity or not all(0 <= n <= MAX_CURSOR_PART for n in numbers):
+        raise ClientError(f"after: {shown(cursor)} is not a valid cursor")
+    return numbers
 
 
 MAX_PAGE = 100

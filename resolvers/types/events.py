@@ -41,7 +41,7 @@ class RunPublishedEvent:
         if doc is None:
             return None
         fresh_loaders(info, hub, event["seq"]).runs.prime(doc["_id"], doc)
-        return cls(cursor=encode_cursor(event["seq"]), published_at=event["at"], run=Run.from_doc(doc))
+        return cls(cursor=encode_cursor("events", event["seq"]), published_at=event["at"], run=Run.from_doc(doc))
 
 
 @strawberry.type(description="A comparison group's membership or #1 changed.")
@@ -69,7 +69,7 @@ class ComparisonGroupChangedEvent:
                 loaders.runs.prime(doc["_id"], doc)
             leaders[role] = Run.from_doc(doc) if doc else None
         return cls(
-            cursor=encode_cursor(seq),
+            cursor=encode_cursor("events", seq),
             changed_at=event["at"],
             group=ComparisonGroup.from_doc(group),
             leader_changed=bool(event.get("leaderChanged")),
@@ -93,7 +93,7 @@ class BenchmarkJobUpdatedEvent:
             return None
         fresh_loaders(info, hub, event["seq"])
         return cls(
-            cursor=encode_cursor(event["seq"]),
+            cursor=encode_cursor("events", event["seq"]),
             updated_at=event["at"],
             state=DomainJobState(event["state"]),
             job=BenchmarkJob.from_doc(job),

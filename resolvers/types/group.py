@@ -13,6 +13,7 @@ from resolvers.types.common import check_first, decode_cursor, encode_cursor
 from resolvers.types.connection import Connection
 from resolvers.types.environment import Gpu
 from resolvers.types.node import Node
+from resolvers.cost_limit import PAGE
 from store.queries import group_runs_page
 
 if TYPE_CHECKING:
@@ -93,15 +94,15 @@ class ComparisonGroup(Node):
         doc = await info.context.loaders.workloads.load(self.workload_digest)
         return Workload.from_doc(doc) if doc else None
 
-    @strawberry.field(description="Current runs, best first; unranked runs last.")
+    @strawberry.field(description="Current runs, best first; unranked runs last.", directives=[PAGE])
     async def runs(
         self, info: Info, first: int = 20, after: str | None = None
     ) -> Connection[Annotated[Run, strawberry.lazy("resolvers.types.run")]]:
         from resolvers.types.run import run_connection
 
-        cursor = tuple(decode_cursor(after, 2)) if after else None
+        cursor = tuple(decode_cursor(after, "group", 2)) if after else None
         docs, more = await group_runs_page(info.context.db, group_key=self.key, first=check_first(first), after=cursor)
-        return await run_connection(docs, more, lambda d: encode_cursor(d["rankOrder"], d["seq"]), info)
+        return await run_connection(docs, more, lambda d: encode_cursor("group", d["rankOrder"], d["seq"]), info)
 
     @classmethod
     async def resolve_reference(cls, info: Info, id: strawberry.ID) -> ComparisonGroup | None:

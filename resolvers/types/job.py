@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +11,7 @@ from strawberry.scalars import JSON
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.errors import ClientError
-from resolvers.types.common import check_first, encode_cursor
+from resolvers.types.common import check_first, cursor_parts, encode_cursor, shown
 from resolvers.types.connection import Connection, connection
 from resolvers.types.definition import Definition
 from resolvers.types.implementation import Implementation, code_reference
@@ -153,16 +152,17 @@ async def job_document(info: Info, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def job_cursor(doc: dict) -> str:
-    return encode_cursor(int(doc["createdAt"].timestamp() * 1000), doc["_id"])
+    return encode_cursor("jobs", int(doc["createdAt"].timestamp() * 1000), doc["_id"])
 
 
 def decode_job_cursor(cursor: str) -> tuple[datetime, str]:
     """(createdAt, job key) from a cursor of `job_cursor`; a ClientError names a bad one."""
+    parts = cursor_parts(cursor, "jobs")
     try:
-        created_ms, job_id = base64.urlsafe_b64decode(cursor.encode()).decode().split(":", 1)
+        created_ms, job_id = parts
         return datetime.fromtimestamp(int(created_ms) / 1000, UTC), job_id
-    except (ValueError, UnicodeDecodeError):
-        raise ClientError(f"after: {cursor!r} is not a valid cursor") from None
+    except (ValueError, OverflowError, OSError):
+        raise ClientError(f"after: {shown(cursor)} is not a valid cursor") from None
 
 
 @strawberry.input

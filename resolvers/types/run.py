@@ -35,6 +35,7 @@ from resolvers.types.node import Node
 from resolvers.types.note import Note
 from resolvers.types.protocol import Protocol, manifest_json
 from resolvers.types.workload import Workload
+from resolvers.cost_limit import PAGE
 from store.notes import notes_page
 from store.queries import attestations_page
 
@@ -352,17 +353,17 @@ class Run(Node):
         doc = await info.context.loaders.runs.load(digest) if digest else None
         return Run.from_doc(doc) if doc else None
 
-    @strawberry.field(description="Signed reproductions by partners. They never change the evidence level.")
+    @strawberry.field(description="Signed reproductions by partners. They never change the evidence level.", directives=[PAGE])
     async def attestations(self, info: Info, first: int = 20, after: str | None = None) -> Connection[Attestation]:
-        after_seq = decode_cursor(after, 1)[0] if after else None
+        after_seq = decode_cursor(after, "attestations", 1)[0] if after else None
         docs, more = await attestations_page(info.context.db, subject=self.digest, first=check_first(first), after_seq=after_seq)
-        return connection(docs, more, Attestation.from_doc, lambda d: encode_cursor(d["seq"]))
+        return connection(docs, more, Attestation.from_doc, lambda d: encode_cursor("attestations", d["seq"]))
 
-    @strawberry.field(description="Unsigned notes by partners and maintainers, oldest first; apart from reproductions.")
+    @strawberry.field(description="Unsigned notes by partners and maintainers, oldest first; apart from reproductions.", directives=[PAGE])
     async def notes(self, info: Info, first: int = 20, after: str | None = None) -> Connection[Note]:
-        after_seq = decode_cursor(after, 1)[0] if after else None
+        after_seq = decode_cursor(after, "notes", 1)[0] if after else None
         docs, more = await notes_page(info.context.db, run_digest=self.digest, first=check_first(first), after_seq=after_seq)
-        return connection(docs, more, Note.from_doc, lambda d: encode_cursor(d["seq"]))
+        return connection(docs, more, Note.from_doc, lambda d: encode_cursor("notes", d["seq"]))
 
     @strawberry.field(description="How to cite this record: permalink, digest and access date.")
     def citation(self, info: Info) -> Citation:

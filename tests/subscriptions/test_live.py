@@ -72,7 +72,7 @@ async def test_a_job_update_made_through_one_process_reaches_its_requester_on_th
         job_id = request["job"]["id"]
         query = "subscription($id: ID!, $after: String) { benchmarkJobUpdated(id: $id, after: $after) { cursor state job { id state } } }"
         async with ws_connection(a.ws, {"Authorization": f"Bearer {requester}"}) as conn:
-            await conn.subscribe("job", query, {"id": job_id, "after": encode_cursor(0)})
+            await conn.subscribe("job", query, {"id": job_id, "after": encode_cursor("events", 0)})
             first = (await conn.next_data("job"))["benchmarkJobUpdated"]
             assert first["state"] == "queued"  # replayed from the log
             claimed = (await graphql(b.http, jobs.CLAIM, {"gpu": jobs.GPU, "lease": 600}, runner))["data"]["benchmarkJobClaim"]
