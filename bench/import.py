@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gateway.embedded import EmbeddedServer  # noqa: E402
 from loaders.gpumode.cli import run_import as import_gpumode  # noqa: E402
 from loaders.sol_execbench.cli import run_import as import_sol  # noqa: E402
-from store.client import make_client  # noqa: E402
+from store.client import DURABLE_WRITES, make_client  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
 from tests.loaders import gpumode_synthetic, synthetic  # noqa: E402
 
@@ -244,7 +244,10 @@ def main() -> int:
                 rows = asyncio.run(bench(snapshot, os.environ["MONGODB_URI"], runs, run_import=run_import))
             else:
                 with EmbeddedServer(Path(temp) / f"db-{source}") as server:
-                    console.print(f"database: embedded SecantusDB at {server.uri} (data in a temp dir)")
+                    console.print(
+                        f"database: embedded SecantusDB at {server.uri} (data in a temp dir); journaled writes: "
+                        f"server --sync-on-commit, client write concern {DURABLE_WRITES}"
+                    )
                     rows = asyncio.run(bench(snapshot, server.uri, runs, server.process.pid, run_import=run_import))
             print_table(rows, console, title)
             missed += [r for r in rows if "phase" in r and (r["runs/s"] < r["target"] or (r["phase"] != "first import" and r["writes"]))]
