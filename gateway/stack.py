@@ -18,6 +18,7 @@ import ctypes
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -103,12 +104,17 @@ class Stack:
         env = {**os.environ, "MONGODB_URI": uri}
         urls = self.subgraph_urls
         for name in SUBGRAPHS:
-            port = free_port(LOOPBACK)
+            # Bound here and handed down, so no other process can take the port before a child
+            # starts listening (and answer in its place); one socket per replica (SO_REUSEPORT).
+            first = listening_socket(LOOPBACK, 0, reuse_port=self.replicas > 1)
+            port = first.getsockname()[1]
             urls[name] = f"http://{LOOPBACK}:{port}/graphql"
-            for replica in range(1, self.replicas + 1):
+            sockets = [first] + [listening_socket(LOOPBACK, port, reuse_port=True) for _ in range(self.replicas - 1)]
+            for replica, sock in enumerate(sockets, start=1):
                 label = f"{name} subgraph" + (f" (replica {replica})" if self.replicas > 1 else "")
-                args = ["serve", "--subgraph", name, "--host", LOOPBACK, "--port", str(port), "--no-data"]
-                self._spawn(label, [sys.executable, "-m", "gateway.cli", *args, *(["--reuse-port"] if self.replicas > 1 else [])], env)
+                args = ["serve", "--subgraph", name, "--host", LOOPBACK, "--port", str(port), "--no-data", "--fd", str(sock.fileno())]
+                self._spawn(label, [sys.executable, "-m", "gateway.cli", *args], env, pass_fds=(sock.fileno(),))
+                sock.close()
         sdls = {name: self._wait_for_sdl(name, url) for name, url in urls.items()}
         supergraph = home() / "supergraph.graphql"
         supergraph.parent.mkdir(parents=True, exist_ok=True)
@@ -137,8 +143,8 @@ class Stack:
         print(f"embedded database on {uri} (data in {home() / 'db'})", file=sys.stderr)
         return uri
 
-    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
-        process = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, start_new_session=True, preexec_fn=_die_with_parent)
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> None:
+        process = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, start_new_session=True, preexec_fn=_die_with_parent, pass_fds=pass_fds)
         self.children.append(Child(name, process))
 
     def _wait(self, what: str, ready) -> object:
@@ -193,6 +199,16 @@ class Stack:
         if self.database is not None:
             self.database.stop()
             clear_address()
+
+
+def listening_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    return sock
 
 
 def compose_supergraph(services: list[tuple[str, str, str]]) -> str:

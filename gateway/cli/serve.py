@@ -22,6 +22,7 @@ def register(sub) -> None:
     serve.add_argument("--replicas", type=int, default=1, help="processes per subgraph (the stack)")
     serve.add_argument("--subgraph", choices=("registry", "benchmarks"), help="run only this subgraph")
     serve.add_argument("--reuse-port", action="store_true", help="share --port with other replicas of the subgraph (SO_REUSEPORT)")
+    serve.add_argument("--fd", type=int, default=None, help=argparse.SUPPRESS)  # a listening socket the stack bound for us
     serve.add_argument("--db-port", type=int, default=None, help="port of the embedded database (default: a free one)")
     serve.add_argument("--db-timeout", type=float, default=30.0, help="seconds to wait for the embedded database")
     serve.add_argument("--no-data", action="store_true", help="do not load the bundled data on start")
@@ -43,26 +44,17 @@ def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
         return fail(str(error))
 
 
-def _listening_socket(host: str, port: int, reuse_port: bool):
+def _serve_subgraph(args: argparse.Namespace, settings: Settings) -> int:
     import socket
 
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if reuse_port:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
-
-
-def _serve_subgraph(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
+
+    from gateway.stack import listening_socket
 
     from gateway.app import create_app
     from gateway.bootstrap import bootstrap
 
-    if not args.reuse_port and _port_taken(args.host, args.port):
+    if args.fd is None and not args.reuse_port and _port_taken(args.host, args.port):
         return fail(f"port {args.port} on {args.host} is already in use; choose another with --port")
     server = None
     # uvicorn stops gracefully on SIGINT/SIGTERM and then re-raises the signal; these handlers
@@ -93,7 +85,7 @@ def _serve_subgraph(args: argparse.Namespace, settings: Settings) -> int:
         if server is not None:
             threading.Thread(target=_watch_child, args=(server, web, died), daemon=True).start()
         try:
-            sock = _listening_socket(args.host, args.port, args.reuse_port)
+            sock = socket.socket(fileno=args.fd) if args.fd is not None else listening_socket(args.host, args.port, args.reuse_port)
         except OSError as error:
             return fail(f"cannot listen on {args.host}:{args.port}: {error.strerror}")
         print(f"KernelIndex {args.subgraph} subgraph on http://{args.host}:{args.port}/graphql", file=sys.stderr)
