@@ -14,6 +14,7 @@ from registry.comparison import GroupIdentity
 from registry.ranking import Entry, RankRule, leader, rank_entries, rank_rule_for
 from store import events
 from store.bundle import Bundle
+from store.group_members import current_members, rank_order
 
 
 def group_title(bundle: Bundle) -> str:
@@ -52,14 +53,6 @@ async def ensure_group(
     )
 
 
-UNRANKED_ORDER = 2**31 - 1
-
-
-def rank_order(rank: int | None) -> int:
-    """A sortable stand-in for rank: unranked runs list after every ranked one."""
-    return UNRANKED_ORDER if rank is None else rank
-
-
 @dataclass
 class RankPlan:
     """What publishing some runs into one group changes: ranks of members already stored,
@@ -79,9 +72,7 @@ async def plan(
     stored; their `rank`/`rankOrder` are set in place); `leaving` are members being superseded."""
     group = await db.comparison_groups.find_one({"_id": key}, session=session)
     members = [
-        m
-        for m in await db.runs.find({"groupKey": key, "current": True}, {"_id": 1, "rank": 1, "rankValue": 1, "rankNoise": 1}, session=session).to_list()
-        if m["_id"] not in leaving
+        m for m in await current_members(db, key, {"_id": 1, "rank": 1, "rankValue": 1, "rankNoise": 1}, session) if m["_id"] not in leaving
     ]
     arriving = [doc for doc in incoming if doc["current"]]
     everyone = members + arriving

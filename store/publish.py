@@ -28,6 +28,7 @@ from registry.ranking import rank_rule_for, rank_value
 from store import events, groups
 from store.bundle import REFERENCED, RUN_REFERENCES, Bundle, bundle_group, check_references  # noqa: F401 (re-exported)
 from store.chunks import chunked
+from store.group_members import UNRANKED_ORDER
 from store.schema import COLLECTION_BY_KIND
 from store.transactions import in_transaction
 
@@ -82,7 +83,7 @@ def _run_document(bundle: Bundle, digests: dict[str, str], now: datetime) -> dic
         status=spec.status.value,
         current=True,
         rank=None,
-        rankOrder=groups.UNRANKED_ORDER,
+        rankOrder=UNRANKED_ORDER,
         rankValue=value,
         rankNoise=noise,
         verifiedBy=[bundle.verified_by] if bundle.verified_by else [],
@@ -269,7 +270,7 @@ async def _write_runs(db: AsyncDatabase, fresh: list[_Prepared], now: datetime, 
     for old, new in [(p.superseded, p.digests["run"]) for p in fresh if p.superseded]:
         await db.runs.update_one(
             {"_id": old, "current": True},
-            {"$set": {"current": False, "supersededBy": new, "rank": None, "rankOrder": groups.UNRANKED_ORDER}},
+            {"$set": {"current": False, "supersededBy": new, "rank": None, "rankOrder": UNRANKED_ORDER}},
             session=session,
         )
     await db.runs.insert_many([p.run_doc for p in fresh], ordered=True, session=session)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -10,7 +11,10 @@ from pymongo.asynchronous.database import AsyncDatabase
 Doc = dict[str, Any]
 
 
-FIRST_WINDOW = 512
+# The first window of `seq` values a runs page reads, per run wanted: seq also numbers events,
+# so a window holds fewer runs than values (0.7 to 0.95 per value in bulk imports).
+WINDOW_PER_RUN = 2
+MIN_WINDOW = 32
 
 
 async def runs_page(
@@ -27,27 +31,12 @@ async def runs_page(
         upper = (counter or {}).get("seq", 0) + 1
     wanted = first + 1
     docs: list[Doc] = []
-    window = FIRST_WINDOW
+    window = max(MIN_WINDOW, WINDOW_PER_RUN * wanted)
     while len(docs) < wanted and upper > 0:
         lower = max(0, upper - window)
         found = await db.runs.find({**query, "seq": {"$gte": lower, "$lt": upper}}).sort("seq", -1).limit(wanted - len(docs)).to_list()
         docs += found
         upper, window = lower, window * 4
-    return docs[:first], len(docs) > first
-
-
-async def group_runs_page(
-    db: AsyncDatabase, *, group_key: str, first: int, after: tuple[int, int] | None
-) -> tuple[list[Doc], bool]:
-    """Best first (rank, then publication order); unranked runs last."""
-    query: dict[str, Any] = {"groupKey": group_key, "current": True}
-    if after is not None:
-        rank_order, seq = after
-        query["$or"] = [
-            {"rankOrder": {"$gt": rank_order}},
-            {"rankOrder": rank_order, "seq": {"$gt": seq}},
-        ]
-    docs = await db.runs.find(query).sort([("rankOrder", 1), ("seq", 1)]).limit(first + 1).to_list()
     return docs[:first], len(docs) > first
 
 
@@ -68,6 +57,24 @@ async def run_by_external_id(db: AsyncDatabase, source: str, external_id: str) -
 
 async def definitions_by_name(db: AsyncDatabase) -> list[Doc]:
     return await db.definitions.find({}).sort("spec.name", 1).to_list()
+
+
+async def definitions_page(
+    db: AsyncDatabase, *, words: list[str], first: int, after_name: str | None
+) -> tuple[list[Doc], bool, int]:
+    """Definitions whose name or title contains every word (case-insensitive), by name after
+    `after_name`. Returns (page, has_next_page, how many match in all)."""
+    query: dict[str, Any] = {
+        "$and": [
+            {"$or": [{field: {"$regex": re.escape(word), "$options": "i"}} for field in ("spec.name", "metadata.title")]}
+            for word in words
+        ]
+    } if words else {}
+    total = await db.definitions.count_documents(query)
+    if after_name is not None:
+        query = {"$and": [query, {"spec.name": {"$gt": after_name}}]}
+    docs = await db.definitions.find(query).sort("spec.name", 1).limit(first + 1).to_list()
+    return docs[:first], len(docs) > first, total
 
 
 async def definition_named(db: AsyncDatabase, name: str) -> Doc | None:

@@ -14,7 +14,7 @@ from resolvers.types.connection import Connection
 from resolvers.types.environment import Gpu
 from resolvers.types.node import Node
 from resolvers.cost_limit import PAGE
-from store.queries import group_runs_page
+from store.group_members import group_runs_page
 
 if TYPE_CHECKING:
     from resolvers.types.definition import Definition
@@ -101,7 +101,7 @@ class ComparisonGroup(Node):
         from resolvers.types.run import run_connection
 
         cursor = tuple(decode_cursor(after, "group", 2)) if after else None
-        docs, more = await group_runs_page(info.context.db, group_key=self.key, first=check_first(first), after=cursor)
+        docs, more = await group_runs_page(info.context.db, group_key=self.key, ranked_size=self.ranked_size, first=check_first(first), after=cursor)
         return await run_connection(docs, more, lambda d: encode_cursor("group", d["rankOrder"], d["seq"]), info)
 
     @classmethod

@@ -149,3 +149,64 @@ async def test_a_sparse_filter_finds_old_runs_beyond_the_first_window(api, db):
     page = (await api.data(q, {"f": {"gpu": "NVIDIA H200"}}))["runs"]
     assert [e["node"]["sourceNative"]["externalId"] for e in page["edges"]] == ["old-h200"]
     assert page["pageInfo"]["hasNextPage"] is False
+
+
+async def test_group_paging_matches_a_full_sort_with_ties_unranked_and_superseded_runs(api, db):
+    # 40 runs: scores in 7 tied bands, every fifth unranked (incorrect), five corrected (their
+    # old versions keep the group key but are not current). Pages of every size must list exactly
+    # the current runs, ordered by (rank, publication), unranked last, each once.
+    bundles = [
+        factories.run_bundle(f"r{i}", score=(i % 7) / 10, user=f"u{i}", status="incorrect" if i % 5 == 0 else "passed")
+        for i in range(40)
+    ]
+    await publish_many(db, bundles[:20])
+    await publish_many(db, bundles[20:])
+    await publish_many(db, [factories.run_bundle(f"r{i}", score=0.65, user=f"u{i}") for i in (3, 11, 12, 25, 38)])
+    current = await db.runs.find({"current": True}).to_list()
+    expected = [(d["externalId"], d.get("rank")) for d in sorted(current, key=lambda d: (d["rank"] is None, d["rank"] or 0, d["seq"]))]
+    assert len(expected) == 40 and sum(rank is None for _, rank in expected) == 7  # r25 was corrected to passed
+    assert len({rank for _, rank in expected}) < 20  # ties really happen
+    group_id = (await api.data("{ runs(first: 1) { edges { node { group { id } } } } }"))["runs"]["edges"][0]["node"]["group"]["id"]
+    for first in (1, 3, 7, 50):
+        seen, after = [], None
+        while True:
+            page = (await api.data(
+                "query($id: ID!, $first: Int!, $after: String) { comparisonGroup(id: $id) { runs(first: $first, after: $after) { edges { node { rank current sourceNative { externalId } } } pageInfo { hasNextPage endCursor } } } }",
+                {"id": group_id, "first": first, "after": after},
+            ))["comparisonGroup"]["runs"]
+            assert all(e["node"]["current"] for e in page["edges"])
+            seen += [(e["node"]["sourceNative"]["externalId"], e["node"]["rank"]) for e in page["edges"]]
+            if not page["pageInfo"]["hasNextPage"]:
+                break
+            after = page["pageInfo"]["endCursor"]
+        assert seen == expected, first
+
+
+async def test_search_definitions_pages_by_name_and_counts_every_match(api, db):
+    names = ["attn.fwd", "attn_bwd", "gemm-fp8", "attention-decode", "rmsnorm"]
+    for i, name in enumerate(names):
+        await publish_many(db, [factories.run_bundle(f"s{i}", defn=factories.definition(name))])
+    q = "query($t: String!, $f: Int!, $a: String) { searchDefinitions(text: $t, first: $f, after: $a) { totalCount nodes { name } pageInfo { hasNextPage endCursor } } }"
+
+    async def every_page(text: str, first: int) -> tuple[list[str], set[int]]:
+        seen, totals, after = [], set(), None
+        while True:
+            page = (await api.data(q, {"t": text, "f": first, "a": after}))["searchDefinitions"]
+            seen += [n["name"] for n in page["nodes"]]
+            totals.add(page["totalCount"])
+            if not page["pageInfo"]["hasNextPage"]:
+                return seen, totals
+            after = page["pageInfo"]["endCursor"]
+
+    assert await every_page("", 2) == (sorted(names), {5})
+    assert await every_page("ATTN", 1) == (["attn.fwd", "attn_bwd"], {2})
+    # every word must match, in the name or the title ("Synthetic <name>")
+    assert await every_page("synthetic att", 10) == (["attention-decode", "attn.fwd", "attn_bwd"], {3})
+    # the text is matched literally, never as a pattern
+    assert await every_page("n.f", 10) == (["attn.fwd"], {1})
+    assert await every_page(".*", 10) == ([], {0})
+    body = await api.post(q, {"t": "x" * 201, "f": 5, "a": None})
+    assert body["errors"][0]["message"] == "text: 201 characters; at most 200"
+    runs_cursor = (await api.data("{ runs(first: 1) { pageInfo { endCursor } } }"))["runs"]["pageInfo"]["endCursor"]
+    body = await api.post(q, {"t": "", "f": 5, "a": runs_cursor})
+    assert "is a cursor of runs, not of this list (definitions)" in body["errors"][0]["message"]
