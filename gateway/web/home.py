@@ -1,5 +1,5 @@
-"""/: the operations (a page at a time) with their comparison groups and each group's #1; the
-newest runs (updated live by static/live.js)."""
+"""/: the operations (a page at a time, searchable) with their comparison groups and each group's
+#1; the newest runs (updated live by static/live.js)."""
 
 from __future__ import annotations
 
@@ -14,36 +14,33 @@ from gateway.web.render import api_failed, page
 
 NEWEST = 10
 OPERATIONS_PER_PAGE = 20
-
-
-def matches(definition: dict, words: list[str]) -> bool:
-    text = f"{definition['name']} {definition.get('title') or ''}".lower()
-    return all(word in text for word in words)
+MAX_SEARCH = 200  # the API's limit on searchDefinitions(text:), said here in the page's own terms
 
 
 async def home_page(request: Request) -> Response:
     query = request.query_params.get("q", "").strip()
-    after = request.query_params.get("after", "")
+    after = request.query_params.get("after") or None
     client = request.app.state.graphql
-
-    async def operations_page() -> tuple[list[dict], list[dict], list[dict]]:
-        # Search and paging over the names happen here: the API lists definitions, whole, by name.
-        words = query.lower().split()
-        found = [d for d in (await client.query(queries.OPERATION_NAMES))["definitions"] if matches(d, words)]
-        shown = [d for d in found if d["name"] > after][:OPERATIONS_PER_PAGE]
-        groups = (await client.query(queries.HOME_GROUPS, {"ids": [d["id"] for d in shown]}))["nodes"] if shown else []
-        return found, shown, groups
-
+    if len(query) > MAX_SEARCH:
+        return page(request, "error.html", {"error": f"q: {len(query):,} characters; at most {MAX_SEARCH}"}, status=400)
     try:
-        (found, shown, groups), newest = await asyncio.gather(operations_page(), client.query(queries.NEWEST_RUNS, {"first": NEWEST}))
+        found, newest = await asyncio.gather(
+            client.query(queries.HOME_OPERATIONS, {"text": query, "first": OPERATIONS_PER_PAGE, "after": after}),
+            client.query(queries.NEWEST_RUNS, {"first": NEWEST}),
+        )
     except GraphQLError as error:
+        if "BAD_USER_INPUT" in error.codes:  # a malformed `after`, a search text too long
+            return page(request, "error.html", {"error": str(error)}, status=400)
         return api_failed(request, str(error))
-    operations = [{"name": d["name"], "title": d["title"], "groups": g["comparisonGroups"]} for d, g in zip(shown, groups)]
-    more = bool(shown) and found[-1]["name"] > shown[-1]["name"]
+    search = found["searchDefinitions"]
     context = {
         "query": query,
-        "operations": operations,
-        "page": {"after": after or None, "matching": len(found), "next": shown[-1]["name"] if more else None},
+        "operations": [{"name": d["name"], "title": d["title"], "groups": d["comparisonGroups"]} for d in search["nodes"]],
+        "page": {
+            "after": after,
+            "matching": search["totalCount"],
+            "next": search["pageInfo"]["endCursor"] if search["pageInfo"]["hasNextPage"] else None,
+        },
         "newest": [edge["node"] for edge in newest["runs"]["edges"]],
     }
     return page(request, "home.html", context)

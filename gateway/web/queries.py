@@ -12,10 +12,19 @@ GROUP_SUMMARY = """fragment GroupSummary on ComparisonGroup {
   leader { digest title evidenceLevel primaryMeasurement { statistic display } }
 }"""
 
-# The home page asks three things: the operations' names (the API lists them all), the groups
-# of one page of operations by ID (so its cost does not grow with the number of operations), and,
-# meanwhile, the newest runs.
-OPERATION_NAMES = "{ definitions { id name title } }"
+# The home page asks two things at once: one page of operations matching the search, with their
+# groups and #1s (its cost does not grow with the number of operations), and the newest runs.
+HOME_OPERATIONS = (
+    """query HomeOperations($text: String!, $first: Int!, $after: String) {
+  searchDefinitions(text: $text, first: $first, after: $after) {
+    totalCount
+    pageInfo { hasNextPage endCursor }
+    nodes { name title comparisonGroups { ...GroupSummary } }
+  }
+}
+"""
+    + GROUP_SUMMARY
+)
 
 NEWEST_RUNS = (
     """query Newest($first: Int!) {
@@ -23,14 +32,6 @@ NEWEST_RUNS = (
 }
 """
     + RUN_ROW
-)
-
-HOME_GROUPS = (
-    """query HomeGroups($ids: [ID!]!) {
-  nodes(ids: $ids) { ... on Definition { name comparisonGroups { ...GroupSummary } } }
-}
-"""
-    + GROUP_SUMMARY
 )
 
 GROUP = (

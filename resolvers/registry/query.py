@@ -11,14 +11,14 @@ from resolvers import ids
 from resolvers.context import Info
 from resolvers.errors import ClientError
 from resolvers.node_types import NODE_TYPES
-from resolvers.types.common import EvidenceLevel, RunStatus, check_first, decode_cursor, encode_cursor
-from resolvers.types.connection import Connection
-from resolvers.types.definition import Definition
+from resolvers.types.common import EvidenceLevel, RunStatus, check_first, cursor_parts, decode_cursor, encode_cursor
+from resolvers.types.connection import Connection, connection
+from resolvers.types.definition import Definition, DefinitionSearch
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.node import Node
 from resolvers.types.run import Run, run_connection
 from resolvers.cost_limit import PAGE
-from store.queries import definition_named, definitions_by_name, run_by_external_id, runs_page
+from store.queries import definition_named, definitions_by_name, definitions_page, run_by_external_id, runs_page
 
 
 def _key(global_id: str, expected: str | None = None) -> tuple[str, str]:
@@ -35,6 +35,9 @@ async def load_node(info: Info, global_id: str) -> Node | None:
     type_name, key = _key(global_id)
     doc = await info.context.loaders.for_type(type_name).load(key)
     return NODE_TYPES[type_name].cls.from_doc(doc) if doc else None
+
+
+MAX_SEARCH_TEXT = 200
 
 
 @strawberry.input(description="Narrow a run list. All given conditions must hold.")
@@ -104,6 +107,20 @@ class Query:
     @strawberry.field(description="Every definition, by name.")
     async def definitions(self, info: Info) -> list[Definition]:
         return [Definition.from_doc(d) for d in await definitions_by_name(info.context.db)]
+
+    @strawberry.field(
+        description="Definitions whose name or title contains every word of `text` (case-insensitive), by name.",
+        directives=[PAGE],
+    )
+    async def search_definitions(
+        self, info: Info, text: str = "", first: int = 20, after: str | None = None
+    ) -> DefinitionSearch:
+        if len(text) > MAX_SEARCH_TEXT:
+            raise ClientError(f"text: {len(text):,} characters; at most {MAX_SEARCH_TEXT}")
+        after_name = ":".join(cursor_parts(after, "definitions")) if after else None
+        docs, more, total = await definitions_page(info.context.db, words=text.lower().split(), first=check_first(first), after_name=after_name)
+        page = connection(docs, more, Definition.from_doc, lambda d: encode_cursor("definitions", d["spec"]["name"]))
+        return DefinitionSearch(edges=page.edges, page_info=page.page_info, total_count=total)
 
     @strawberry.field(description="One definition by ID or by name.")
     async def definition(self, info: Info, id: strawberry.ID | None = None, name: str | None = None) -> Definition | None:

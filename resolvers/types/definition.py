@@ -158,3 +158,8 @@ class Definition(Node):
     async def resolve_reference(cls, info: Info, id: strawberry.ID) -> Definition | None:
         doc = await info.context.loaders.definitions.load(ids.decode_as(id, "Definition"))
         return cls.from_doc(doc) if doc else None
+
+
+@strawberry.type(description="A page of definitions matching a search, and how many match in all.")
+class DefinitionSearch(Connection[Definition]):
+    total_count: int

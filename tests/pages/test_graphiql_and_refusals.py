@@ -44,6 +44,8 @@ async def test_bad_parameters_are_refused_by_name(db, site, graphql):
         ("/compare?runs=abc,def", 400, "runs: 'abc' is not a run digest"),
         (f"/compare?runs=sha256:{'0' * 64},sha256:{'1' * 64}", 404, f"runs: no run with digest sha256:{'0' * 64}"),
         (f"/groups/{group}?after=not-a-cursor", 400, "after: 'not-a-cursor' is not a valid cursor"),
+        ("/?after=not-a-cursor", 400, "after: 'not-a-cursor' is not a valid cursor"),
+        ("/?q=" + "x" * 201, 400, "q: 201 characters; at most 200"),
         (f"/groups/{group}?sort=colour", 400, "sort: unknown column 'colour'"),
         ("/groups/bm9wZQ", 404, "No comparison group with ID bm9wZQ."),
         ("/operations/no-such-op", 404, "No operation named no-such-op."),

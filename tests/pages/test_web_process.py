@@ -65,8 +65,8 @@ async def test_home_pages_through_many_operations(db, site):
     async with httpx.AsyncClient(base_url=site, timeout=30) as http:
         first = (await http.get("/", headers=JSON)).json()
         assert [op["name"] for op in first["operations"]] == [f"op-{i:02d}" for i in range(20)]
-        assert first["page"] == {"after": None, "matching": 25, "next": "op-19"}
-        rest = (await http.get("/", params={"after": "op-19"}, headers=JSON)).json()
+        assert first["page"]["after"] is None and first["page"]["matching"] == 25 and first["page"]["next"]
+        rest = (await http.get("/", params={"after": first["page"]["next"]}, headers=JSON)).json()
         assert [op["name"] for op in rest["operations"]] == [f"op-{i:02d}" for i in range(20, 25)] and rest["page"]["next"] is None
         found = (await http.get("/", params={"q": "OP-2"}, headers=JSON)).json()
         assert [op["name"] for op in found["operations"]] == ["op-20", "op-21", "op-22", "op-23", "op-24"]
