@@ -3,7 +3,8 @@
 Claims are single atomic find-and-modify operations, so two runners never hold one job. A lease
 that runs out returns the job to the queue (counting an attempt) the next time anyone claims;
 after `max_attempts` the job fails with `lease_expired`. Every transition is appended to the job's
-history and to the event log.
+history and to the event log in one transaction, so a crash between the two cannot leave a state
+change without its `job.updated` event (or an event naming a job that was never written).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from enum import Enum
 from typing import Any
 
 from pymongo import ASCENDING, ReturnDocument
+from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from store import events
+from store.transactions import in_transaction
 
 
 class JobState(str, Enum):
@@ -44,8 +47,21 @@ def _history(state: str, now: datetime, **detail: Any) -> dict[str, Any]:
     return {"state": state, "at": now, **{k: v for k, v in detail.items() if v is not None}}
 
 
-async def _event(db: AsyncDatabase, job: dict[str, Any], now: datetime) -> None:
-    await events.append(db, "job.updated", now, jobId=job["_id"], state=job["state"], runDigest=job.get("runDigest"))
+async def _event(db: AsyncDatabase, job: dict[str, Any], now: datetime, session: AsyncClientSession) -> None:
+    await events.append(db, "job.updated", now, session=session, jobId=job["_id"], state=job["state"], runDigest=job.get("runDigest"))
+
+
+async def _change(db: AsyncDatabase, guard: dict[str, Any], update: dict[str, Any], now: datetime, **options: Any) -> dict[str, Any] | None:
+    """One guarded find-and-modify and its event, in one transaction; None (nothing written) when
+    the guard matches no job."""
+
+    async def work(session: AsyncClientSession) -> dict[str, Any] | None:
+        job = await db.jobs.find_one_and_update(guard, update, return_document=ReturnDocument.AFTER, session=session, **options)
+        if job:
+            await _event(db, job, now, session)
+        return job
+
+    return await in_transaction(db, work)
 
 
 async def request_job(db: AsyncDatabase, *, requested_by: str, idempotency_key: str, spec: dict[str, Any], max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> tuple[dict[str, Any], bool]:
@@ -70,11 +86,15 @@ async def request_job(db: AsyncDatabase, *, requested_by: str, idempotency_key: 
         "updatedAt": now,
         "history": [_history("queued", now, by=requested_by)],
     }
+
+    async def work(session: AsyncClientSession) -> None:
+        await db.jobs.insert_one(job, session=session)
+        await _event(db, job, now, session)
+
     try:
-        await db.jobs.insert_one(job)
-    except DuplicateKeyError:  # the same request raced itself
+        await in_transaction(db, work)
+    except DuplicateKeyError:  # the same request raced itself: its transaction wrote nothing
         return await db.jobs.find_one({"requestedBy": requested_by, "idempotencyKey": idempotency_key}), False
-    await _event(db, job, now)
     return job, True
 
 
@@ -92,28 +112,20 @@ async def expire_leases(db: AsyncDatabase, now: datetime) -> None:
         if out_of_attempts:
             update["$set"]["failure"] = {"code": FailureCode.lease_expired.value, "message": "the lease expired on the last attempt"}
         # Conditional on the same lease: a runner completing right now wins, or we do; never both.
-        changed = await db.jobs.find_one_and_update(
-            {"_id": job["_id"], "lease.token": job["lease"]["token"], "state": {"$in": ACTIVE}},
-            update,
-            return_document=ReturnDocument.AFTER,
-        )
-        if changed:
-            await _event(db, changed, now)
+        await _change(db, {"_id": job["_id"], "lease.token": job["lease"]["token"], "state": {"$in": ACTIVE}}, update, now)
 
 
 async def claim(db: AsyncDatabase, *, runner: str, gpu: str, lease_seconds: int) -> dict[str, Any] | None:
     now = datetime.now(UTC)
     await expire_leases(db, now)
     lease = {"runner": runner, "token": secrets.token_hex(12), "claimedAt": now, "expiresAt": now + timedelta(seconds=lease_seconds)}
-    job = await db.jobs.find_one_and_update(
+    return await _change(
+        db,
         {"state": JobState.queued.value, "gpu": gpu},
         {"$set": {"state": JobState.claimed.value, "lease": lease, "updatedAt": now}, "$push": {"history": _history("claimed", now, runner=runner)}},
+        now,
         sort=[("createdAt", ASCENDING)],
-        return_document=ReturnDocument.AFTER,
     )
-    if job:
-        await _event(db, job, now)
-    return job
 
 
 class JobError(Exception):
@@ -146,14 +158,14 @@ async def transition(db: AsyncDatabase, job: dict[str, Any], state: JobState, **
     detail = {k: v for k, v in fields.items() if k in ("runDigest",)}
     if fields.get("failure"):
         detail["reason"] = fields["failure"]["code"]
-    updated = await db.jobs.find_one_and_update(
+    updated = await _change(
+        db,
         {"_id": job["_id"], "lease.token": job["lease"]["token"], "state": {"$in": ACTIVE}},
         {"$set": sets, "$push": {"history": _history(state.value, now, runner=job["lease"]["runner"], **detail)}},
-        return_document=ReturnDocument.AFTER,
+        now,
     )
     if updated is None:
         raise JobError("JOB_NOT_HELD", f"job {job['_id']} changed hands meanwhile")
-    await _event(db, updated, now)
     return updated
 
 

@@ -86,3 +86,24 @@ def stored_external_ids(uri: str, database: str = "kernelindex") -> set[str]:
         return {doc["externalId"] for doc in client[database].runs.find({}, {"externalId": 1})}
     finally:
         client.close()
+
+
+def job_event_problems(uri: str, database: str = "kernelindex") -> list[str]:
+    """Every way the event log and the jobs collection disagree (empty: they agree): each job's
+    `job.updated` events, in order, are its history's states, and every event names a job."""
+    client = MongoClient(uri, serverSelectionTimeoutMS=10_000)
+    try:
+        db = client[database]
+        states: dict[str, list[str]] = {}
+        for event in db.events.find({"type": "job.updated"}, {"jobId": 1, "state": 1}).sort("seq", 1):
+            states.setdefault(event["jobId"], []).append(event["state"])
+        problems = []
+        for job in db.jobs.find({}, {"history": 1}):
+            history = [entry["state"] for entry in job["history"]]
+            logged = states.pop(job["_id"], [])
+            if logged != history:
+                problems.append(f"job {job['_id']}: history {history} but events {logged}")
+        problems += [f"events {logged} name job {job_id}, which does not exist" for job_id, logged in states.items()]
+        return problems
+    finally:
+        client.close()
