@@ -8,6 +8,7 @@
 //   (pages, GraphiQL, static files) at KERNELINDEX_WEB_URL; /healthz answers "ok" here.
 import { defineConfig } from "@graphql-hive/gateway";
 import { GraphQLError } from "graphql";
+import { WebSocketServer } from "ws";
 
 const GATEWAY_PATHS = new Set(["/graphql", "/healthcheck", "/readiness"]);
 // Hop-by-hop headers and the ones fetch() recomputes are not passed on.
@@ -51,6 +52,65 @@ function limitSubscriptionsPerConnection(limit) {
     },
   };
 }
+
+// The subgraphs' bound on an HTTP request body and on a WebSocket message (gateway/settings.py
+// max_body_bytes, enforced there by gateway/request_body.py and uvicorn's ws_max_size).
+const MAX_BODY_BYTES = 1048576;
+
+// Every request body is read up to the limit, Content-Length or not (a chunked body is counted as
+// it arrives), and refused past it with the subgraphs' 413 and code; a body within it is handed on.
+function limitRequestBodies(maxBytes) {
+  const tooLarge = (fetchAPI) =>
+    new fetchAPI.Response(
+      JSON.stringify({ errors: [{ message: `request body is larger than the limit of ${maxBytes} bytes`, extensions: { code: "PAYLOAD_TOO_LARGE" } }] }),
+      { status: 413, headers: { "content-type": "application/json" } },
+    );
+  return {
+    async onRequest({ request, setRequest, endResponse, fetchAPI }) {
+      if (request.body == null) return;
+      const declared = request.headers.get("content-length");
+      if (declared !== null && Number(declared) > maxBytes) {
+        endResponse(tooLarge(fetchAPI));
+        return;
+      }
+      const reader = request.body.getReader();
+      const chunks = [];
+      let received = 0;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        received += value.byteLength;
+        if (received > maxBytes) {
+          reader.cancel().catch(() => {});
+          endResponse(tooLarge(fetchAPI));
+          return;
+        }
+        chunks.push(value);
+      }
+      const headers = new fetchAPI.Headers(request.headers);
+      headers.delete("transfer-encoding");
+      headers.set("content-length", String(received));
+      setRequest(new fetchAPI.Request(request.url, { method: request.method, headers, body: Buffer.concat(chunks), signal: request.signal }));
+    },
+  };
+}
+
+// Hive Gateway's CLI creates its `ws` server without `maxPayload` (ws's default: 100 MiB) and has no
+// option for it, so the bound is set on the server before each upgrade completes: from the first
+// message (connection_init included), ws closes a connection whose message is larger with 1009
+// "message too big", as the subgraphs do.
+function limitWebSocketMessages(maxBytes) {
+  const completeUpgrade = WebSocketServer.prototype.completeUpgrade;
+  if (completeUpgrade.limitedTo !== undefined) return;
+  WebSocketServer.prototype.completeUpgrade = Object.assign(
+    function (...args) {
+      this.options.maxPayload = maxBytes;
+      return completeUpgrade.apply(this, args);
+    },
+    { limitedTo: maxBytes },
+  );
+}
+limitWebSocketMessages(MAX_BODY_BYTES);
 
 // Demand control: the same maximum and default list size as the subgraphs.
 const MAX_COST = 5000;
@@ -130,6 +190,7 @@ export const gatewayConfig = defineConfig({
   // here too, to each subgraph request the plan makes, before it is sent.
   demandControl: { maxCost: MAX_COST, listSize: DEFAULT_LIST_SIZE },
   plugins: () => [
+    limitRequestBodies(MAX_BODY_BYTES),
     forwardPagesTo(process.env.KERNELINDEX_WEB_URL),
     limitSubscriptionsPerConnection(MAX_SUBSCRIPTIONS_PER_CONNECTION),
     costLimitCode(),

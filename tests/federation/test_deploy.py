@@ -68,7 +68,7 @@ def test_gateway_config_loads_and_supergraph_composes_for_the_cluster_urls():
     loaded = subprocess.run(["node", "--input-type=module", "-e", check, str(ROOT / "federation" / "gateway.config.mjs")],
                             capture_output=True, text=True, timeout=60)
     assert loaded.returncode == 0, loaded.stderr
-    assert json.loads(loaded.stdout) == {"ws": "ws", "plugins": 3, "headers": "function", "cost": {"maxCost": 5000, "listSize": 10}}
+    assert json.loads(loaded.stdout) == {"ws": "ws", "plugins": 4, "headers": "function", "cost": {"maxCost": 5000, "listSize": 10}}
 
     result = kernelindex("supergraph", "--registry-url", "http://registry:4001/graphql", "--benchmarks-url", "http://benchmarks:4002/graphql")
     assert result.returncode == 0, result.stderr

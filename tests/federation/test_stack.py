@@ -18,7 +18,11 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
 from gateway.embedded import free_port
+from gateway.settings import Settings
 from tests import factories
 from tests.command import KERNELINDEX
 from tests.subscriptions.support import RUN_PUBLISHED, ws_connection
@@ -255,3 +259,60 @@ async def test_many_subscriptions_share_the_gateway_but_each_client_connection_i
         await asyncio.sleep(0.5)
         await first.subscribe("a-again", RUN_PUBLISHED)
         await first.quiet("a-again", 1.0)
+
+
+def _graphql_body(pad: int) -> bytes:
+    return json.dumps({"query": "{ __typename }", "variables": {"pad": "x" * pad}}).encode()
+
+
+def test_the_gateway_bounds_request_bodies_as_the_subgraphs_do(stack):
+    """Hive Gateway answers `{ __typename }` itself, so only its own limit stands between a client
+    and its memory: 1 MiB, with Content-Length or chunked, refused with 413 and the subgraphs' code."""
+    limit = Settings().max_body_bytes
+    refusal = {"errors": [{"message": f"request body is larger than the limit of {limit} bytes", "extensions": {"code": "PAYLOAD_TOO_LARGE"}}]}
+    json_type = {"content-type": "application/json"}
+
+    def chunked(body: bytes):
+        for start in range(0, len(body), 64 * 1024):
+            yield body[start : start + 64 * 1024]
+
+    at_limit = _graphql_body(limit - len(_graphql_body(0)))
+    assert len(at_limit) == limit
+    for content in (at_limit, chunked(at_limit)):
+        answer = httpx.post(stack.url, content=content, headers=json_type, timeout=60)
+        assert answer.status_code == 200 and answer.json() == {"data": {"__typename": "Query"}}, answer.text[:300]
+    for content in (at_limit + b" ", chunked(at_limit + b" ")):
+        answer = httpx.post(stack.url, content=content, headers=json_type, timeout=60)
+        assert answer.status_code == 413 and answer.json() == refusal, answer.text[:300]
+
+
+async def test_the_gateway_closes_a_websocket_whose_message_is_over_the_limit(stack):
+    """As the subgraphs do (1009, "message too big"): connection_init and operations alike."""
+    limit = Settings().max_body_bytes
+    ws = stack.url.replace("http://", "ws://")
+
+    async def send(first: dict, then: dict | None = None) -> tuple[int | None, list[dict]]:
+        received = []
+        async with connect(ws, subprotocols=["graphql-transport-ws"], max_size=None) as socket:
+            for message in (first, then):
+                if message is None:
+                    break
+                await socket.send(json.dumps(message))
+                try:
+                    received.append(json.loads(await asyncio.wait_for(socket.recv(), 30)))
+                except ConnectionClosed:
+                    return socket.close_code, received
+        return None, received
+
+    def subscribe(pad: int) -> dict:
+        message = {"id": "1", "type": "subscribe", "payload": {"query": "{ __typename }", "variables": {"pad": ""}}}
+        message["payload"]["variables"]["pad"] = "x" * (pad - len(json.dumps(message)))
+        return message
+
+    init = {"type": "connection_init", "payload": {}}
+    under = subscribe(limit)
+    assert len(json.dumps(under)) == limit
+    assert await send(init, under) == (None, [{"type": "connection_ack"}, {"id": "1", "type": "next", "payload": {"data": {"__typename": "Query"}}}])
+    assert await send(init, subscribe(limit + 1)) == (1009, [{"type": "connection_ack"}])
+    big_init = {"type": "connection_init", "payload": {"pad": "x" * limit}}
+    assert await send(big_init) == (1009, [])
