@@ -3,7 +3,10 @@ with COST_LIMIT before it runs; ordinary pages are not."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import shutil
+import subprocess
 import time
 
 import httpx
@@ -11,7 +14,11 @@ import pytest
 
 from resolvers.cost_limit import MAX_COST
 from store.publish import publish_many
+from gateway.embedded import free_port
 from tests import factories
+from tests.command import KERNELINDEX
+from tests.serving import env_for, start_serve, stop, wait_ready
+from tests.subscriptions.support import RUN_PUBLISHED, ws_connection
 
 # The issue's 114-character query: 27.5 s and 693 KB before the limit.
 NESTED = "{ runs(first:20){ nodes { group { runs(first:20){ nodes { group { runs(first:20){ nodes { digest } } } } } } } } }"
@@ -73,24 +80,65 @@ async def test_an_ordinary_dossier_query_is_far_under_the_limit(db, live_site):
     assert "errors" not in body, body
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-def test_the_gateway_refuses_the_nested_query_too(tmp_path):
-    """Through Hive Gateway, as `kernelindex serve` starts it: the same limit in its config."""
-    from gateway.embedded import free_port
-    from tests.serving import start_serve, stop, wait_ready
+# Through Hive Gateway, as `kernelindex serve` starts it: the same limit in its config, over HTTP
+# and over graphql-transport-ws.
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+EXPENSIVE_SUBSCRIPTION = """subscription { runPublished { cursor run { group {
+  runs(first: 100) { nodes { group { runs(first: 100) { nodes { digest } } } } } } } } }"""
 
-    port = free_port()
-    proc = start_serve(tmp_path / "home", port, "--no-data")
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory):
+    """(port, home) of a `kernelindex serve --no-data`."""
+    home, port = tmp_path_factory.mktemp("cost") / "home", free_port()
+    proc = start_serve(home, port, "--no-data")
     try:
         wait_ready(proc, port, timeout=240)
-        body, _ = _post(f"http://127.0.0.1:{port}", NESTED)
-        assert body.get("data") in (None, {"runs": None}), body
-        assert body["errors"][0]["extensions"]["code"] == "COST_LIMIT", body
-        # Refused by the gateway itself (its own message), with the subgraph's estimate.
-        assert body["errors"][0]["message"] == f"Operation estimated cost 9261 exceeded configured maximum {MAX_COST}"
-        assert body["errors"][0]["extensions"]["cost"] == {"estimated": 9261, "max": MAX_COST}
-        ok, _ = _post(f"http://127.0.0.1:{port}", "{ runs(first: 100) { nodes { digest group { title } } } }")
-        assert "errors" not in ok, ok
+        yield port, home
     finally:
         stop(proc)
+
+
+@pytest.mark.slow
+@needs_node
+def test_the_gateway_refuses_the_nested_query_too(gateway):
+    port, _ = gateway
+    body, _ = _post(f"http://127.0.0.1:{port}", NESTED)
+    assert body.get("data") in (None, {"runs": None}), body
+    assert body["errors"][0]["extensions"]["code"] == "COST_LIMIT", body
+    # Refused by the gateway itself (its own message), with the subgraph's estimate.
+    assert body["errors"][0]["message"] == f"Operation estimated cost 9261 exceeded configured maximum {MAX_COST}"
+    assert body["errors"][0]["extensions"]["cost"] == {"estimated": 9261, "max": MAX_COST}
+    ok, _ = _post(f"http://127.0.0.1:{port}", "{ runs(first: 100) { nodes { digest group { title } } } }")
+    assert "errors" not in ok, ok
+
+
+@pytest.mark.slow
+@needs_node
+async def test_the_gateway_refuses_over_the_limit_operations_on_a_websocket_and_runs_none_of_them(gateway, tmp_path):
+    """A query and a subscription over graphql-transport-ws costing more than 5,000 each get one
+    COST_LIMIT error and `complete`; the subscription never runs: a run published afterwards
+    reaches a cheap subscription on the same connection and not the refused one."""
+    port, home = gateway
+    async with ws_connection(f"ws://127.0.0.1:{port}/graphql") as conn:
+        await conn.subscribe("query", NESTED)
+        await conn.subscribe("expensive", EXPENSIVE_SUBSCRIPTION)
+        for op, estimated in (("query", 9261), ("expensive", 10_304)):
+            refused = await conn.receive(op, timeout=30)
+            assert refused["type"] == "next" and refused["payload"].get("data") is None, refused
+            [error] = refused["payload"]["errors"]
+            assert error["extensions"] == {"code": "COST_LIMIT", "cost": {"estimated": estimated, "max": MAX_COST}}, error
+            # The gateway's own refusal: the operation was not sent on to a subgraph.
+            assert error["message"] == f"Operation estimated cost {estimated} exceeded configured maximum {MAX_COST}"
+            assert (await conn.receive(op, timeout=30))["type"] == "complete"
+
+        await conn.subscribe("cheap", RUN_PUBLISHED)
+        await asyncio.sleep(1.5)  # the gateway opens its subscription to the subgraph
+        bundle = factories.run_bundle("after-the-refusal")
+        manifests = tmp_path / "m.json"
+        manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+        load = [KERNELINDEX, "load", str(manifests)]
+        loaded = await asyncio.to_thread(subprocess.run, load, env=env_for(home), capture_output=True, text=True, timeout=120)
+        assert loaded.returncode == 0, loaded.stderr
+        assert (await conn.next_data("cheap", timeout=30))["runPublished"]["run"]["name"] == "synthetic-after-the-refusal"
+        await conn.quiet("expensive", 1.0)
