@@ -13,7 +13,8 @@ from pathlib import Path
 
 from gateway.cli.common import add_api_options, api_key, fail
 from gateway.settings import Settings
-from kernels.runner.client import LEASE_SECONDS, RegistryClient
+from registry.leases import DEFAULT_LEASE_SECONDS
+from kernels.runner.client import RegistryClient
 
 
 def register(sub) -> None:
@@ -36,7 +37,7 @@ def register(sub) -> None:
     claim = jobs_sub.add_parser("claim", help="claim a job for an offline runner; writes its job document")
     add_api_options(claim, "the runner's API key")
     claim.add_argument("--gpu", required=True, help='GPU product, e.g. "NVIDIA H200"')
-    claim.add_argument("--lease", type=int, default=LEASE_SECONDS, help=f"lease to ask for, in seconds (default {LEASE_SECONDS})")
+    claim.add_argument("--lease", type=int, default=DEFAULT_LEASE_SECONDS, help=f"lease to ask for, in seconds (default {DEFAULT_LEASE_SECONDS})")
     claim.add_argument("--out", required=True, type=Path, help="where to write the job document")
     claim.set_defaults(handler=cmd_claim)
 

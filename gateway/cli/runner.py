@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gateway.cli.common import CommandError, add_api_options, add_signing_key, api_key, load_signing_key, require_kernels_extra
 from gateway.settings import Settings
-from kernels.runner.client import LEASE_SECONDS
+from registry.leases import DEFAULT_LEASE_SECONDS
 
 JOB_TIMEOUT_S = 3 * 3600.0
 
@@ -31,7 +31,7 @@ def register(sub) -> None:
     online.add_argument("--gpu", default=None, help="GPU product to claim jobs for (default and check: this host's)")
     online.add_argument("--once", action="store_true", help="claim and run at most one job, then exit")
     online.add_argument("--poll", type=float, default=10.0, help="seconds between claims when the queue is empty")
-    online.add_argument("--lease", type=int, default=LEASE_SECONDS, help=f"lease to ask for, in seconds (default {LEASE_SECONDS})")
+    online.add_argument("--lease", type=int, default=DEFAULT_LEASE_SECONDS, help=f"lease to ask for, in seconds (default {DEFAULT_LEASE_SECONDS})")
     runner.add_argument("--job-timeout", type=float, default=JOB_TIMEOUT_S,
                         help=f"seconds one job may run before it is reported as a timeout (default {JOB_TIMEOUT_S:g})")
     offline = runner.add_argument_group("offline (a job document in, a result file out)")

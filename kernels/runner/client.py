@@ -8,11 +8,7 @@ from typing import Any
 
 from gateway.api_client import ApiClient, ApiError
 
-__all__ = ["ApiError", "RegistryClient", "LEASE_SECONDS"]
-
-# One lease for every way of claiming: the online runner renews it while a job runs; an offline
-# claim asks for longer with --lease when the job travels to another host.
-LEASE_SECONDS = 3600
+__all__ = ["ApiError", "RegistryClient"]
 
 JOB_FIELDS = "id state gpu implementationName runnerDocument"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import strawberry
 
+from registry.leases import DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.types.job import BenchmarkJob, FailureCode
@@ -18,8 +19,6 @@ from store.keys import Scope
 from store.job_specs import JobRequest, JobSpecError, resolve_job_spec
 from store.queries import job_by_idempotency_key
 from store.verified_results import ResultError, accept_result
-
-MAX_LEASE_SECONDS = 24 * 3600
 
 
 @strawberry.input
@@ -44,7 +43,7 @@ class BenchmarkJobPayload:
 @strawberry.input
 class BenchmarkJobClaimInput:
     gpu: str
-    lease_seconds: int = 900
+    lease_seconds: int = strawberry.field(default=DEFAULT_LEASE_SECONDS, description=f"Seconds the job is held before it returns to the queue (at most {MAX_LEASE_SECONDS}).")
 
 
 @strawberry.input

@@ -215,3 +215,16 @@ async def test_only_the_holder_renews_a_lease_and_only_while_it_lives(api, db):
     await db.jobs.update_one({"_id": ids.decode_as(job["id"], "BenchmarkJob")}, {"$set": {"lease.expiresAt": datetime.now(UTC) - timedelta(seconds=1)}})
     late = (await api.data(RENEW, {"job": job["id"], "lease": 3600}, bearer(runner)))["benchmarkJobRenewLease"]
     assert late["userErrors"][0]["code"] == "LEASE_EXPIRED"
+
+
+async def test_a_claim_without_lease_seconds_is_held_for_an_hour(api, db):
+    # The README's default, the same one `kernelindex runner` and `jobs claim` ask for.
+    objects, maintainer, job = await _queued_job(api, db)
+    runner = await support.key(db, Scope.runner, Ed25519PrivateKey.generate())
+    plain = """mutation { benchmarkJobClaim(input: {gpu: "NVIDIA H200"}) {
+      job { id lease { claimedAt expiresAt } } userErrors { code } } }"""
+    claimed = (await api.data(plain, headers=bearer(runner)))["benchmarkJobClaim"]
+    assert claimed["userErrors"] == [] and claimed["job"]["id"] == job["id"]
+    lease = claimed["job"]["lease"]
+    held = datetime.fromisoformat(lease["expiresAt"]) - datetime.fromisoformat(lease["claimedAt"])
+    assert held == timedelta(hours=1)
