@@ -11,7 +11,8 @@ import re
 from enum import Enum
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from registry.limits import MAX_EXTERNAL_ID_CHARS, MAX_LABEL_CHARS, MAX_LABELS, MAX_TITLE_CHARS, LimitError, check_limits
 
@@ -20,6 +21,20 @@ API_VERSION = "kernelindex.dev/v1alpha1"
 Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 # Source-native values are kept as the source gave them: scalars only.
 Scalar = Union[bool, int, float, str, None]
+# An axis value or a literal tensor dimension is a size, so at least 1: a zero or negative one
+# describes no workload anyone could run, yet would be ranked like a real case.
+Size = Annotated[int, Field(gt=0)]
+
+
+def _positive_dimension(dimension: str | int) -> str | int:
+    if isinstance(dimension, int) and dimension <= 0:
+        raise PydanticCustomError("greater_than", "Input should be greater than 0")
+    return dimension
+
+
+# A shape entry: an axis name or a literal Size, checked after the union so that an error names
+# the dimension once (not once per member of the union).
+Dimension = Annotated[str | int, AfterValidator(_positive_dimension)]
 
 
 class Strict(BaseModel):
@@ -50,14 +65,14 @@ class AxisType(str, Enum):
 
 class Axis(Strict):
     type: AxisType
-    value: int | None = None
+    value: Size | None = None
     expression: str | None = None
     description: str | None = None
 
 
 class TensorSpec(Strict):
     # None is a scalar; otherwise axis names or literal sizes.
-    shape: list[str | int] | None
+    shape: list[Dimension] | None
     dtype: str
     description: str | None = None
 
@@ -99,7 +114,7 @@ class OperationSpecSpec(Strict):
 
 class WorkloadCase(Strict):
     index: int = Field(ge=0)
-    axes: dict[str, int]
+    axes: dict[str, Size]
     # e.g. SOL-ExecBench's per-case B200 SOL and baseline latencies, as the source gave them.
     sourceNative: dict[str, Scalar] = Field(default_factory=dict)
 
@@ -270,7 +285,7 @@ class CaseCorrectness(Strict):
 
 class CaseResult(Strict):
     index: int = Field(ge=0)
-    axes: dict[str, int]
+    axes: dict[str, Size]
     status: RunStatus
     latencyNs: dict[str, int] = Field(default_factory=dict)
     samplesNs: list[int] = Field(default_factory=list)

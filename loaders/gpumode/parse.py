@@ -252,7 +252,7 @@ def _number(result: dict[str, Any], key: str, *, required: bool) -> float | None
 
 
 def parse_spec(spec: str) -> dict[str, int]:
-    """`"k: 7168; m: 1024; seed: 8135"` → its integer parameters (others stay in the text)."""
+    """`"k: 7168; m: 1024; seed: 8135"` → its positive integer parameters (others stay in the text)."""
     return dict(_spec_axes(spec))  # a copy: callers may keep it
 
 
@@ -264,7 +264,9 @@ def _spec_axes(spec: str) -> dict[str, int]:
         if not colon or not name.strip():
             raise ParseError(f"run_result: spec {spec!r} is not 'name: value; …'")
         value = value.strip()
-        if re.fullmatch(r"-?\d+", value):
+        # Axes are sizes (registry.manifests.Size): a zero or negative parameter (e.g. `seed: 0`)
+        # is no size, and stays in the spec's text only.
+        if re.fullmatch(r"\d+", value) and int(value) > 0:
             axes[name.strip()] = int(value)
     return axes
 

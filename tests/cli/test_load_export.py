@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 
+import pytest
 import yaml
 
 from tests import factories
@@ -94,3 +95,26 @@ async def test_import_command_from_the_bundled_snapshot_and_an_unreachable_host(
     unreachable = kernelindex("import", "sol-execbench", "--base-url", "http://127.0.0.1:9", env_extra=env)
     assert unreachable.returncode == 2
     assert "cannot connect to" in unreachable.stderr and "Traceback" not in unreachable.stderr
+
+
+@pytest.mark.parametrize(
+    ("index", "field", "change"),
+    [
+        (1, "spec.cases.2.axes.n", lambda spec: spec["cases"][2]["axes"].update(n=0)),
+        (1, "spec.cases.0.axes.n", lambda spec: spec["cases"][0]["axes"].update(n=-1024)),
+        (0, "spec.axes.n.value", lambda spec: spec["axes"]["n"].update(type="const", value=0)),
+        (0, "spec.inputs.x.shape.1", lambda spec: spec["inputs"]["x"].update(shape=["n", -4])),
+    ],
+    ids=["zero-case-axis", "negative-case-axis", "zero-const-axis", "negative-dimension"],
+)
+async def test_a_zero_or_negative_axis_is_refused_and_nothing_is_written(db, mongo_uri, tmp_path, index, field, change):
+    env = {"MONGODB_URI": mongo_uri, "KERNELINDEX_DATABASE": db.name}
+    manifests = _bundle_manifests("1")  # the definition first, then its workload
+    change(manifests[index]["spec"])
+    path = tmp_path / "axes.json"
+    path.write_text(json.dumps(manifests))
+    result = kernelindex("load", str(path), env_extra=env)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"error: {path}[{index}]: {field}: Input should be greater than 0", "error: nothing was written"]
+    for name in ("runs", "definitions", "workloads"):
+        assert await db[name].count_documents({}) == 0

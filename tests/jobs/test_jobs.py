@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from registry.digest import manifest_digest
+from registry.dsse import BENCHMARK_RUN_PREDICATE, sign_envelope, statement_bytes
 from resolvers import ids
 from store.keys import Scope
 from tests.jobs import support
@@ -128,6 +130,25 @@ async def test_bad_results_are_refused_and_nothing_is_published(api, db):
     assert (await complete(api, runner, job["id"], json.dumps(good)))["job"]["state"] == "succeeded"
     # A second completion.
     await _refused(api, db, runner, job["id"], json.dumps(good), "ALREADY_COMPLETED")
+
+
+async def test_a_result_with_a_zero_axis_is_refused_naming_the_field(api, db):
+    objects, maintainer, job = await _queued_job(api, db)
+    signer = Ed25519PrivateKey.generate()
+    runner = await support.key(db, Scope.runner, signer)
+    await claim(api, runner)
+    doc = await db.jobs.find_one({"_id": ids.decode_as(job["id"], "BenchmarkJob")})
+    run, env = support.result_manifests(doc)
+    # Properly signed, but its one case has an axis of size 0 (written as JSON: the models refuse it).
+    run_json = run.to_json()
+    run_json["spec"]["cases"] = [{"index": 0, "axes": {"n": 0}, "status": "passed", "latencyNs": {"median": 20_000}}]
+    payload = statement_bytes(run.metadata.name, manifest_digest(run), BENCHMARK_RUN_PREDICATE, {"job": doc["_id"], "manifests": [run_json, env.to_json()]})
+    result = await complete(api, runner, job["id"], json.dumps(sign_envelope(payload, signer)))
+    assert result["userErrors"] == [{
+        "field": "envelope", "code": "INVALID_MANIFEST",
+        "message": "predicate.manifests: spec.cases.0.axes.n: Input should be greater than 0",
+    }]
+    assert result["run"] is None and await db.runs.count_documents({}) == 0
 
 
 async def test_only_the_holder_completes_and_not_after_its_lease(api, db):

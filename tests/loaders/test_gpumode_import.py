@@ -48,7 +48,7 @@ def dataset() -> dict[str, list[dict]]:
     del drifted["run_result"]["benchmark.3.mean"]
     rows.append(drifted)
     # Another board, and a board the leaderboards config does not list (it is stale).
-    rows.append(synthetic.per_shape_row(8, MOE, 1, means=[300_000.0, 600_000.0], specs=("e: 8; t: 512; seed: 1", "e: 8; t: 2048; seed: 2")))
+    rows.append(synthetic.per_shape_row(8, MOE, 1, means=[300_000.0, 600_000.0], specs=("e: 8; t: 512; seed: 0", "e: 8; t: 2048; seed: -2")))
     rows.append(synthetic.per_shape_row(9, 9999, 1, means=scaled(1.0)))
     flat = [
         synthetic.flat_row(20, "synthetic-nvfp4-gemv", 1, score=2.5e-5),
@@ -102,6 +102,9 @@ async def test_snapshot_import_keeps_each_users_best_and_declares_ties(db, snaps
     group = await db.comparison_groups.find_one({"_id": user1["groupKey"]})
     assert group["rankRule"]["ci_overlap"] is True and group["size"] == 123
     assert await ranks_of(db, "synthetic-nvfp4-gemv") == {"900001": 1, "900002": 1, "900003": 3}
+    # A seed of 0 or below is no size: it stays in the case's spec text, not in its axes.
+    moe = await db.workloads.find_one({"spec.cases.sourceNative.spec": "e: 8; t: 512; seed: 0"})
+    assert [case["axes"] for case in moe["spec"]["cases"]] == [{"e": 8, "t": 512}, {"e": 8, "t": 2048}]
 
     again = await run_import(db, snapshot_dir=snapshot, console=quiet())
     assert (again.new, again.unchanged, again.superseded, again.snapshots_saved) == (0, 128, 0, 0)

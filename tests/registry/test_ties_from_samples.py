@@ -27,7 +27,7 @@ def run_with_cases(stats: list[tuple[int, int, int | None]]) -> BenchmarkRunSpec
     geomean = round(math.exp(sum(math.log(m) for m, _, _ in stats) / len(stats)))
     cases = []
     for index, (mean, std, runs) in enumerate(stats):
-        case = {"index": index, "axes": {"n": index}, "status": "passed", "latencyNs": {"mean": mean, "std": std}}
+        case = {"index": index, "axes": {"n": index + 1}, "status": "passed", "latencyNs": {"mean": mean, "std": std}}
         if runs is not None:
             case["sampleCount"] = runs
         cases.append(case)
