@@ -97,12 +97,17 @@ async def _refused(api, db, runner, job_id, envelope, code):
     assert await db.runs.count_documents({}) == before
 
 
-async def test_bad_results_are_refused_and_nothing_is_published(api, db):
+async def _claimed_job(api, db):
+    """A queued job claimed by a runner with a signing key: (job, runner's secret, signer, job document)."""
     objects, maintainer, job = await _queued_job(api, db)
     signer = Ed25519PrivateKey.generate()
     runner = await support.key(db, Scope.runner, signer)
     await claim(api, runner)
-    doc = await db.jobs.find_one({"_id": ids.decode_as(job["id"], "BenchmarkJob")})
+    return job, runner, signer, await db.jobs.find_one({"_id": ids.decode_as(job["id"], "BenchmarkJob")})
+
+
+async def test_bad_results_are_refused_and_nothing_is_published(api, db):
+    job, runner, signer, doc = await _claimed_job(api, db)
     good = json.loads(support.signed_result(doc, signer))
 
     # A number changed after signing.
@@ -133,11 +138,7 @@ async def test_bad_results_are_refused_and_nothing_is_published(api, db):
 
 
 async def test_a_result_with_a_zero_axis_is_refused_naming_the_field(api, db):
-    objects, maintainer, job = await _queued_job(api, db)
-    signer = Ed25519PrivateKey.generate()
-    runner = await support.key(db, Scope.runner, signer)
-    await claim(api, runner)
-    doc = await db.jobs.find_one({"_id": ids.decode_as(job["id"], "BenchmarkJob")})
+    job, runner, signer, doc = await _claimed_job(api, db)
     run, env = support.result_manifests(doc)
     # Properly signed, but its one case has an axis of size 0 (written as JSON: the models refuse it).
     run_json = run.to_json()
