@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from gateway.embedded import EmbeddedServer, _port_taken, clear_address, free_port, home, recover_stale_address, write_address
+from gateway.embedded import EmbeddedServer, _port_taken, clear_address, home, recover_stale_address, write_address
 from gateway.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -120,10 +120,14 @@ class Stack:
         supergraph.parent.mkdir(parents=True, exist_ok=True)
         supergraph.write_text(compose_supergraph([(name, urls[name], sdls[name]) for name in SUBGRAPHS]))
 
-        web_port = free_port(LOOPBACK)
+        # Bound here and handed down like the subgraphs' ports: the gateway forwards pages to it.
+        web_socket = listening_socket(LOOPBACK, 0, reuse_port=False)
+        web_port = web_socket.getsockname()[1]
         internal_host = LOOPBACK if self.host in ("0.0.0.0", "::", "") else self.host
         graphql_url = f"http://{internal_host}:{self.port}/graphql"
-        self._spawn("web process", [sys.executable, "-m", "gateway.cli", "web", "--graphql", graphql_url, "--host", LOOPBACK, "--port", str(web_port)], env)
+        web_args = ["web", "--graphql", graphql_url, "--host", LOOPBACK, "--port", str(web_port), "--fd", str(web_socket.fileno())]
+        self._spawn("web process", [sys.executable, "-m", "gateway.cli", *web_args], env, pass_fds=(web_socket.fileno(),))
+        web_socket.close()
         self._spawn(
             "Hive Gateway",
             [str(HIVE_GATEWAY), "supergraph", str(supergraph), "--config-path", str(FEDERATION / "gateway.config.mjs"), "--host", self.host, "--port", str(self.port)],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import socket
 from urllib.parse import urlsplit
 
 from gateway.cli.common import fail
@@ -18,6 +19,7 @@ def register(sub) -> None:
     web.add_argument("--graphql", required=True, metavar="URL", help="the GraphQL endpoint the pages query, e.g. http://127.0.0.1:8000/graphql")
     web.add_argument("--host", default="127.0.0.1")
     web.add_argument("--port", type=int, default=8001)
+    web.add_argument("--fd", type=int, default=None, help=argparse.SUPPRESS)  # a listening socket the stack bound for us
     web.set_defaults(handler=cmd_web)
 
 
@@ -27,12 +29,16 @@ def cmd_web(args: argparse.Namespace, settings: Settings) -> int:
     url = urlsplit(args.graphql)
     if url.scheme not in ("http", "https") or not url.netloc:
         return fail(f"--graphql: {args.graphql!r} is not an http(s) URL")
-    if _port_taken(args.host, args.port):
+    if args.fd is None and _port_taken(args.host, args.port):
         return fail(f"port {args.port} on {args.host} is already in use; choose another with --port")
+    try:
+        sock = socket.socket(fileno=args.fd) if args.fd is not None else None
+    except OSError as error:
+        return fail(f"--fd {args.fd}: not a socket ({error.strerror})")
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _raise_stop)
     try:
-        serve_web(args.graphql, host=args.host, port=args.port)
+        serve_web(args.graphql, host=args.host, port=args.port, sock=sock)
     except _Stop:
         pass
     return 0

@@ -134,6 +134,15 @@ def test_subgraphs_listen_on_loopback_only_and_the_gateway_serves_both(stack):
     assert {"runByExternalId", "definition", "benchmarkJobs"} <= names and "_entities" not in names
 
 
+def test_the_subgraphs_and_the_web_process_serve_ports_the_stack_bound(stack):
+    # Handed down as sockets (--fd; tests/federation/test_handed_sockets.py shows what that buys).
+    handed = [_cmdline(pid) for pid in _children(stack.process.pid) if " --fd " in _cmdline(pid)]
+    assert sorted("web" if " web " in line else line.split("--subgraph ")[1].split()[0] for line in handed) == ["benchmarks", "registry", "web"]
+    web = next(line for line in handed if " web " in line)
+    page = httpx.get(f"http://127.0.0.1:{web.split('--port ')[1].split()[0]}/static/site.css", timeout=60)
+    assert page.status_code == 200
+
+
 def test_an_authenticated_mutation_and_a_query_spanning_both_subgraphs(stack, tmp_path):
     definition = stack.post(SPANNING, {"name": DEFINITION})["data"]["definition"]
     request = {"definition": definition["id"], "implementation": "kernelindex-051-ext-streamnorm", "gpu": "NVIDIA H200", "idempotencyKey": "stack-1"}
