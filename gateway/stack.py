@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from gateway.embedded import EmbeddedServer, _port_taken, clear_address, home, recover_stale_address, write_address
+from gateway.embedded import EmbeddedServer, clear_address, home, recover_stale_address, write_address
 from gateway.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -91,10 +91,32 @@ class Stack:
     def start(self) -> None:
         if self.replicas < 1:
             raise StackError("--replicas must be 1 or more")
-        if _port_taken(self.host, self.port):
-            raise StackError(f"port {self.port} on {self.host} is already in use; choose another with --port")
-        if not HIVE_GATEWAY.exists():
-            raise StackError(f"Hive Gateway is not installed ({HIVE_GATEWAY} missing): run `make serve`, or `npm ci` in federation/")
+        # The gateway's port is held (bound, not listening) while the other parts start, so that
+        # no port picked for them (the database's, the subgraphs', the web process's) is the
+        # gateway's; Hive Gateway binds it itself, so it is let go just before it starts.
+        try:
+            held = bound_socket(self.host, self.port)
+        except OSError:
+            raise StackError(f"port {self.port} on {self.host} is already in use; choose another with --port") from None
+        with held:
+            if not HIVE_GATEWAY.exists():
+                raise StackError(f"Hive Gateway is not installed ({HIVE_GATEWAY} missing): run `make serve`, or `npm ci` in federation/")
+            env, supergraph, web_port = self._start_parts()
+        self._spawn(
+            "Hive Gateway",
+            [str(HIVE_GATEWAY), "supergraph", str(supergraph), "--config-path", str(FEDERATION / "gateway.config.mjs"), "--host", self.host, "--port", str(self.port)],
+            {**env, "KERNELINDEX_WEB_URL": f"http://{LOOPBACK}:{web_port}"},
+        )
+        self._wait_http("the web process", f"http://{LOOPBACK}:{web_port}/static/site.css")
+        self._wait_http("Hive Gateway", f"http://{self.internal_host}:{self.port}/readiness")
+
+    @property
+    def internal_host(self) -> str:
+        """Where the gateway is reached from this host (a wildcard host on loopback)."""
+        return LOOPBACK if self.host in ("0.0.0.0", "::", "") else self.host
+
+    def _start_parts(self) -> tuple[dict[str, str], Path, int]:
+        """Everything but the gateway: (its environment, the supergraph file, the web port)."""
         uri = self._start_database()
         if self.load_data:
             from gateway.bootstrap import bootstrap
@@ -123,18 +145,11 @@ class Stack:
         # Bound here and handed down like the subgraphs' ports: the gateway forwards pages to it.
         web_socket = listening_socket(LOOPBACK, 0, reuse_port=False)
         web_port = web_socket.getsockname()[1]
-        internal_host = LOOPBACK if self.host in ("0.0.0.0", "::", "") else self.host
-        graphql_url = f"http://{internal_host}:{self.port}/graphql"
+        graphql_url = f"http://{self.internal_host}:{self.port}/graphql"
         web_args = ["web", "--graphql", graphql_url, "--host", LOOPBACK, "--port", str(web_port), "--fd", str(web_socket.fileno())]
         self._spawn("web process", [sys.executable, "-m", "gateway.cli", *web_args], env, pass_fds=(web_socket.fileno(),))
         web_socket.close()
-        self._spawn(
-            "Hive Gateway",
-            [str(HIVE_GATEWAY), "supergraph", str(supergraph), "--config-path", str(FEDERATION / "gateway.config.mjs"), "--host", self.host, "--port", str(self.port)],
-            {**env, "KERNELINDEX_WEB_URL": f"http://{LOOPBACK}:{web_port}"},
-        )
-        self._wait_http("the web process", f"http://{LOOPBACK}:{web_port}/static/site.css")
-        self._wait_http("Hive Gateway", f"http://{internal_host}:{self.port}/readiness")
+        return env, supergraph, web_port
 
     def _start_database(self) -> str:
         if self.settings.mongodb_uri:
@@ -205,12 +220,21 @@ class Stack:
             clear_address()
 
 
-def listening_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
+def bound_socket(host: str, port: int, reuse_port: bool = False) -> socket.socket:
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a past run's TIME_WAIT is no obstacle
     if reuse_port:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def listening_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
+    sock = bound_socket(host, port, reuse_port)
     sock.listen(2048)
     return sock
 
