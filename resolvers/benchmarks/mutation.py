@@ -77,6 +77,18 @@ class BenchmarkJobFailInput:
     message: str
 
 
+# What a mutation here refuses in `userErrors`: its own checks, and the store's expected failures.
+EXPECTED = (Refusal, jobs.JobError, JobSpecError, ResultError)
+
+
+def _user_error(error: Exception) -> UserError:
+    if isinstance(error, Refusal):
+        return error.error
+    # A JobError is about the job named in the input; the others name their own field.
+    field = "job" if isinstance(error, jobs.JobError) else error.field
+    return UserError(field=field, message=str(error), code=error.code)
+
+
 def _job_key(global_id: str) -> str:
     return _decode(global_id, "BenchmarkJob", "job")
 
@@ -117,10 +129,8 @@ class Mutation:
             spec = await resolve_job_spec(info.context.db, _job_request(input))
             job, created = await jobs.request_job(info.context.db, requested_by=key.id, idempotency_key=input.idempotency_key, spec=spec)
             return BenchmarkJobPayload(job=BenchmarkJob.from_doc(job), created=created)
-        except Refusal as refusal:
-            return BenchmarkJobPayload(user_errors=[refusal.error])
-        except JobSpecError as error:
-            return BenchmarkJobPayload(user_errors=[UserError(field=error.field, message=str(error), code=error.code)])
+        except EXPECTED as error:
+            return BenchmarkJobPayload(user_errors=[_user_error(error)])
 
     @strawberry.mutation(description="Take the oldest queued job for this GPU, with a lease (runner key).")
     async def benchmark_job_claim(self, info: Info, input: BenchmarkJobClaimInput) -> BenchmarkJobPayload:
@@ -130,8 +140,8 @@ class Mutation:
                 raise Refusal("BAD_USER_INPUT", f"leaseSeconds must be 1..{MAX_LEASE_SECONDS}", "leaseSeconds")
             job = await jobs.claim(info.context.db, runner=key.id, gpu=input.gpu, lease_seconds=input.lease_seconds)
             return BenchmarkJobPayload(job=BenchmarkJob.from_doc(job) if job else None)
-        except Refusal as refusal:
-            return BenchmarkJobPayload(user_errors=[refusal.error])
+        except EXPECTED as error:
+            return BenchmarkJobPayload(user_errors=[_user_error(error)])
 
     @strawberry.mutation(description="Say that a claimed job is now running (runner key).")
     async def benchmark_job_start(self, info: Info, input: BenchmarkJobRef) -> BenchmarkJobPayload:
@@ -141,10 +151,8 @@ class Mutation:
             if job["state"] == jobs.JobState.claimed.value:
                 job = await jobs.transition(info.context.db, job, jobs.JobState.running)
             return BenchmarkJobPayload(job=BenchmarkJob.from_doc(job))
-        except Refusal as refusal:
-            return BenchmarkJobPayload(user_errors=[refusal.error])
-        except jobs.JobError as error:
-            return BenchmarkJobPayload(user_errors=[UserError(field="job", message=str(error), code=error.code)])
+        except EXPECTED as error:
+            return BenchmarkJobPayload(user_errors=[_user_error(error)])
 
     @strawberry.mutation(description="Extend the lease on a held job, counted from now (runner key): a runner renews it while a long job runs.")
     async def benchmark_job_renew_lease(self, info: Info, input: BenchmarkJobRenewLeaseInput) -> BenchmarkJobPayload:
@@ -154,22 +162,16 @@ class Mutation:
                 raise Refusal("BAD_USER_INPUT", f"leaseSeconds must be 1..{MAX_LEASE_SECONDS}", "leaseSeconds")
             job = await jobs.held_job(info.context.db, _job_key(input.job), key.id)
             return BenchmarkJobPayload(job=BenchmarkJob.from_doc(await jobs.renew_lease(info.context.db, job, input.lease_seconds)))
-        except Refusal as refusal:
-            return BenchmarkJobPayload(user_errors=[refusal.error])
-        except jobs.JobError as error:
-            return BenchmarkJobPayload(user_errors=[UserError(field="job", message=str(error), code=error.code)])
+        except EXPECTED as error:
+            return BenchmarkJobPayload(user_errors=[_user_error(error)])
 
     @strawberry.mutation(description="Post a signed result; the gateway verifies it and publishes the run (runner key).")
     async def benchmark_job_complete(self, info: Info, input: BenchmarkJobCompleteInput) -> BenchmarkJobCompletePayload:
         try:
             key = require_scope(info, Scope.runner)
             job = await accept_result(info.context.db, job_id=_job_key(input.job), runner=key, envelope_text=input.envelope)
-        except Refusal as refusal:
-            return BenchmarkJobCompletePayload(user_errors=[refusal.error])
-        except jobs.JobError as error:
-            return BenchmarkJobCompletePayload(user_errors=[UserError(field="job", message=str(error), code=error.code)])
-        except ResultError as error:
-            return BenchmarkJobCompletePayload(user_errors=[UserError(field=error.field, message=str(error), code=error.code)])
+        except EXPECTED as error:
+            return BenchmarkJobCompletePayload(user_errors=[_user_error(error)])
         run_doc = await info.context.loaders.runs.load(job["runDigest"]) if job.get("runDigest") else None
         return BenchmarkJobCompletePayload(job=BenchmarkJob.from_doc(job), run=Run.from_doc(run_doc) if run_doc else None)
 
@@ -184,7 +186,5 @@ class Mutation:
                 raise Refusal("BAD_USER_INPUT", "lease_expired is decided by the registry, not reported", "code")
             job = await jobs.fail_or_retry(info.context.db, job, jobs.FailureCode(input.code.value), input.message)
             return BenchmarkJobPayload(job=BenchmarkJob.from_doc(job))
-        except Refusal as refusal:
-            return BenchmarkJobPayload(user_errors=[refusal.error])
-        except jobs.JobError as error:
-            return BenchmarkJobPayload(user_errors=[UserError(field="job", message=str(error), code=error.code)])
+        except EXPECTED as error:
+            return BenchmarkJobPayload(user_errors=[_user_error(error)])
