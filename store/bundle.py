@@ -37,6 +37,9 @@ class Bundle:
     implementation: Manifest
     # The runner identity whose signed, verified result this run is (controlled reruns only).
     verified_by: str | None = None
+    # A loader's fingerprint of the source record the run was made from (store/source_records.py):
+    # kept on the run's document beside the manifest, not in the published record.
+    source_record: str | None = None
 
 
 def check_references(bundle: Bundle, digest_of: Callable[[Manifest], str] = manifest_digest) -> dict[str, str]:

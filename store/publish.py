@@ -25,7 +25,7 @@ from registry.digest import manifest_digest
 from registry.evidence import derive_evidence_level
 from registry.manifests import Manifest
 from registry.ranking import rank_rule_for, rank_value
-from store import events, groups
+from store import events, groups, source_records
 from store.bundle import REFERENCED, RUN_REFERENCES, Bundle, bundle_group, check_references  # noqa: F401 (re-exported)
 from store.chunks import chunked
 from store.group_members import UNRANKED_ORDER
@@ -97,6 +97,8 @@ def _run_document(bundle: Bundle, digests: dict[str, str], now: datetime) -> dic
         doc["externalId"] = spec.sourceNative.externalId
     else:
         doc["source"] = "kernelindex"
+    if bundle.source_record:
+        doc[source_records.FIELD] = bundle.source_record
     return doc
 
 

@@ -1,24 +1,47 @@
 """Which source records are stored as current runs, with the fingerprint of what they were
-made from (a loader's metadata annotation `sourceRecord`): lets a loader answer "unchanged"
-without rebuilding a run whose source record and normalization code are the same as before."""
+made from (a loader's `Bundle.source_record`, kept in the run document's `sourceRecord` beside
+the manifest): lets a loader answer "unchanged" without rebuilding a run whose source record and
+normalization code are the same as before. It is a loader's cache key, not part of the published
+record, and it is updated when a rebuilt run turns out unchanged (a manifest's digest covers only
+its spec, so new loader code mostly rebuilds the same runs)."""
 
 from __future__ import annotations
 
+from pymongo import UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store.chunks import chunked
 
-ANNOTATION = "sourceRecord"
+FIELD = "sourceRecord"
 
 
-async def stored_fingerprints(db: AsyncDatabase, source: str, external_ids: list[str]) -> dict[str, str]:
-    """externalId → the `sourceRecord` annotation of its current run (runs without one are left out)."""
+async def stored_fingerprints(
+    db: AsyncDatabase, source: str, external_ids: list[str], *, definition_digest: str | None = None
+) -> dict[str, str]:
+    """externalId → the fingerprint of its current run (runs without one are left out). Given the
+    definition all their runs belong to, one indexed query for that definition's runs instead of
+    one per 50 ids (a record whose run has another definition is built again, as it must be)."""
     found: dict[str, str] = {}
-    projection = {"externalId": 1, f"metadata.annotations.{ANNOTATION}": 1}
+    projection = {"_id": 0, "externalId": 1, FIELD: 1}
+    if definition_digest is not None:
+        wanted = set(external_ids)
+        async for doc in db.runs.find({"definitionDigest": definition_digest, "source": source, "current": True}, projection):
+            if doc.get(FIELD) and doc.get("externalId") in wanted:
+                found[doc["externalId"]] = doc[FIELD]
+        return found
     for chunk in chunked(sorted(set(external_ids))):
         query = {"source": source, "externalId": {"$in": chunk}, "current": True}
         async for doc in db.runs.find(query, projection):
-            fingerprint = doc.get("metadata", {}).get("annotations", {}).get(ANNOTATION)
-            if fingerprint:
-                found[doc["externalId"]] = fingerprint
+            if doc.get(FIELD):
+                found[doc["externalId"]] = doc[FIELD]
     return found
+
+
+async def remember(db: AsyncDatabase, fingerprints: dict[str, str]) -> None:
+    """Keep `fingerprints` ({run digest: fingerprint}) on runs that were already stored, e.g.
+    rebuilt after the loader changed and found unchanged, so the next import skips them."""
+    if fingerprints:
+        await db.runs.bulk_write(
+            [UpdateOne({"_id": digest, FIELD: {"$ne": fingerprint}}, {"$set": {FIELD: fingerprint}}) for digest, fingerprint in fingerprints.items()],
+            ordered=False,
+        )

@@ -4,6 +4,8 @@ Snapshots go first, so a published run's `sourceSnapshot` annotation always poin
 response. `publish_many` is all-or-nothing per run, idempotent (the same run again is
 `unchanged` and writes nothing) and supersedes the current run of a source record whose content
 changed. Snapshots already kept are not sent again, so an unchanged re-import writes nothing.
+A run that was rebuilt and found unchanged (its record's fingerprint differed, e.g. the loader
+changed) gets the new fingerprint, so the next import skips it (loaders/common/source_records.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from loaders.common.report import ImportReport
 from registry.digest import sha256_digest
 from store.publish import Bundle, publish_many
 from store.snapshots import save_snapshots
+from store.source_records import remember
 
 
 @dataclass
@@ -53,6 +56,9 @@ async def flush(
     report.phase_seconds["write snapshots"] += time.perf_counter() - started
     started = time.perf_counter()
     if batch.runs:
-        for outcome in await publish_many(db, [to_bundle(item) for item in batch.runs]):
+        bundles = [to_bundle(item) for item in batch.runs]
+        outcomes = await publish_many(db, bundles)
+        for outcome in outcomes:
             setattr(report, outcome.status, getattr(report, outcome.status) + 1)
+        await remember(db, {o.run_digest: b.source_record for o, b in zip(outcomes, bundles) if o.status == "unchanged" and b.source_record})
     report.phase_seconds["publish_many"] += time.perf_counter() - started

@@ -12,6 +12,7 @@ is written (the database is not touched) and the report carries the plan.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -22,16 +23,19 @@ from loaders.common.command import run_command
 from loaders.common.progress import import_progress
 from loaders.common.publish import Batch, flush
 from loaders.common.report import timed_import
+from loaders.common.source_records import lookup_database, unchanged_records
 from loaders.gpumode import SOURCE
 from loaders.gpumode.discover import Discovery, discover
 from loaders.gpumode.fetch import Source, fetch_pages, open_source
 from loaders.gpumode.normalize import (
     FLAT,
     PER_SHAPE,
+    Board,
     Candidate,
     Rejected,
     Skipped,
     candidate_for,
+    definition_for,
     external_id_of,
     record_fingerprint,
     run_for,
@@ -40,7 +44,6 @@ from loaders.gpumode.parse import ParseError, PerShapeRow, parse_submission, row
 from loaders.gpumode.publish import to_bundle
 from loaders.gpumode.report import ImportReport, print_report
 from registry.digest import sha256_digest
-from store.source_records import stored_fingerprints
 
 BATCH_SIZE = 2000
 
@@ -88,12 +91,17 @@ async def run_import(
                 report.configs_read += 1
                 progress.update(task, advance=1, runs=len(best))
             # A current run made from the same row by the same code is unchanged: not rebuilt.
-            stored = {}
-            if not dry_run:
-                stored = await stored_fingerprints(db, SOURCE, [external_id_of(c) for c in best.values()])
+            fingerprints = {external_id_of(c): record_fingerprint(c) for c in best.values()}
+            lookup = None if dry_run else await lookup_database(db, SOURCE)
+            by_board: dict[Board, dict[str, str]] = defaultdict(dict)
+            for candidate in best.values():
+                by_board[candidate.board][external_id_of(candidate)] = fingerprints[external_id_of(candidate)]
+            unchanged: set[str] = set()
+            for board, of_board in by_board.items():  # one lookup per board: its runs share a definition
+                unchanged |= await unchanged_records(lookup, SOURCE, of_board, definition_digest=definition_for(board)[1])
             for candidate in sorted(best.values(), key=lambda c: c.key):
-                fingerprint = record_fingerprint(candidate)
-                if stored.get(external_id_of(candidate)) == fingerprint:
+                fingerprint = fingerprints[external_id_of(candidate)]
+                if external_id_of(candidate) in unchanged:
                     report.unchanged += 1
                 else:
                     try:

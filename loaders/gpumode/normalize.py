@@ -27,21 +27,20 @@ Decisions (also in README.md):
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
-from pathlib import Path
 
 from registry.digest import manifest_digest
 from registry.manifests import Manifest, RunStatus, make_manifest
 from registry.ranking import GEOMEAN, GPUMODE_FAMILY
 
+from loaders.common.source_records import code_fingerprint
+from loaders.common.source_records import record_fingerprint as record_fingerprint_of
 from loaders.gpumode import SOURCE
-from store.source_records import ANNOTATION as SOURCE_RECORD
 from loaders.gpumode.parse import Case, ParseError, PerShapeRow, Submission
 
 HARNESS = "GPU MODE KernelBot"
@@ -306,23 +305,13 @@ def external_id_of(best: Candidate) -> str:
     return f"{best.board.key}/{best.user_key}/{slug(best.product)}"
 
 
-@lru_cache(maxsize=1)
-def code_fingerprint() -> bytes:
-    """What turns rows into manifests: this loader's parse and normalize steps and the manifest
-    models. A change to any of them makes every record's fingerprint new (so it is rebuilt)."""
-    import registry.digest
-    import registry.manifests
-    from loaders.gpumode import parse
-
-    files = (Path(__file__), Path(parse.__file__), Path(registry.manifests.__file__), Path(registry.digest.__file__))
-    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).digest()
-
-
 def record_fingerprint(best: Candidate) -> str:
-    """sha256 of the code above, the board, the config and the chosen row: equal fingerprints
-    make equal runs, so a stored run with this fingerprint is unchanged without rebuilding it."""
-    record = json.dumps([best.config, repr(best.board), best.row], sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(code_fingerprint() + record.encode()).hexdigest()
+    """The fingerprint of this loader's code, the board, the config and the chosen row: equal
+    fingerprints make equal runs, so a current run with this fingerprint is unchanged without
+    rebuilding it (loaders/common/source_records.py)."""
+    from loaders.gpumode import normalize, parse
+
+    return record_fingerprint_of(code_fingerprint(normalize, parse), best.config, repr(best.board), best.row)
 
 
 @dataclass(frozen=True)
@@ -334,11 +323,12 @@ class RunManifests:
     implementation: Manifest
     protocol: Manifest
     environment: Manifest
+    source_record: str | None = None  # record_fingerprint, kept beside the run (not in it)
 
 
 def run_for(best: Candidate, fingerprint: str | None = None) -> RunManifests:
     """The ImplementationRevision and BenchmarkRun of a user's best submission; `fingerprint`
-    (`record_fingerprint`) is kept in the annotation `sourceRecord`."""
+    (`record_fingerprint`) goes with them to be kept on the run's document."""
     s, board = best.submission, best.board
     per_shape = isinstance(s, PerShapeRow)
     kind = PER_SHAPE if per_shape else FLAT
@@ -374,8 +364,6 @@ def run_for(best: Candidate, fingerprint: str | None = None) -> RunManifests:
         metrics |= {"score": s.score, "status": s.status, "problem_name": s.problem_name, "gpu_type": s.gpu_type}
         cases = []
     annotations = {"sourceSnapshot": best.snapshot_digest} if best.snapshot_digest else {}
-    if fingerprint:
-        annotations[SOURCE_RECORD] = fingerprint
     if s.submission_time is None:
         raise Rejected("no submission_time: the run has no time the source vouches for")
     try:
@@ -415,4 +403,4 @@ def run_for(best: Candidate, fingerprint: str | None = None) -> RunManifests:
         )
     except ValueError as error:
         raise Rejected(f"does not make a valid manifest: {error}") from None
-    return RunManifests(external_id, run, definition, workload, implementation, protocol, environment)
+    return RunManifests(external_id, run, definition, workload, implementation, protocol, environment, fingerprint)

@@ -16,4 +16,5 @@ def to_bundle(item: RunManifests) -> Bundle:
         protocol=item.protocol,
         environment=item.environment,
         implementation=item.implementation,
+        source_record=item.source_record,
     )

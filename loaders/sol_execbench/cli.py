@@ -7,7 +7,8 @@
 turns a fatal source error (host unreachable, kernel list unusable) into exit code 2.
 
 Per kernel: fetch and parse its detail, normalize its OperationSpec and WorkloadSuite, fetch
-every page of submissions, parse and normalize each record. A bad kernel, page or record is
+every page of submissions, parse and fingerprint each record, and normalize each record whose
+current run does not carry its fingerprint (the others are `unchanged` as they are). A bad kernel, page or record is
 rejected with its reason and the rest goes on. Runs are published in batches of about
 `batch_size` (whole kernels, so a comparison group is re-ranked once; snapshots first). With
 `dry_run` nothing is written (the database is not even touched) and the
@@ -16,6 +17,7 @@ report carries the plan.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from pymongo.asynchronous.database import AsyncDatabase
@@ -25,6 +27,7 @@ from loaders.common.command import run_command
 from loaders.common.progress import import_progress
 from loaders.common.publish import Batch, flush
 from loaders.common.report import timed_import
+from loaders.common.source_records import lookup_database, unchanged_records
 
 from loaders.sol_execbench.discover import discover
 from loaders.sol_execbench.fetch import (
@@ -35,8 +38,15 @@ from loaders.sol_execbench.fetch import (
     fetch_submission_pages,
     open_source,
 )
-from loaders.sol_execbench.normalize import Rejected, Skipped, normalize_kernel, normalize_submission
-from loaders.sol_execbench.parse import ParseError, parse_kernel, parse_submission, record_label
+from loaders.sol_execbench.normalize import (
+    KernelManifests,
+    Rejected,
+    Skipped,
+    normalize_kernel,
+    normalize_submission,
+    source_record,
+)
+from loaders.sol_execbench.parse import ParseError, Submission, parse_kernel, parse_submission, record_label
 from loaders.sol_execbench import SOURCE
 from loaders.sol_execbench.publish import to_bundle
 from loaders.sol_execbench.report import ImportReport, KernelPlan, print_report
@@ -75,13 +85,15 @@ async def run_import(
         for subject, reason in found.problems:
             report.reject(subject, reason)
         batch = Batch(responses=[found.response])
+        # A kernel's runs can only be stored by an earlier import (each kernel comes once).
+        lookup = None if dry_run else await lookup_database(db, SOURCE)
 
         with import_progress(console, "kernels", show=show_progress) as progress:
             task = progress.add_task("SOL-ExecBench", total=len(found.selected), runs=0)
             for position, summary in enumerate(found.selected):
                 progress.update(task, description=f"kernel {summary.id}")
                 try:
-                    await _import_kernel(source, summary.id, report, batch, limit)
+                    await _import_kernel(lookup, source, summary.id, report, batch, limit)
                 except SourceUnreachable as error:
                     # Keep what is complete (whole runs), report the rest, stop asking.
                     rest = len(found.selected) - position - 1
@@ -102,10 +114,21 @@ async def _flush(db: AsyncDatabase | None, batch: Batch, report: ImportReport) -
     await flush(db, SOURCE, batch, report, to_bundle)
 
 
+@dataclass(frozen=True)
+class Record:
+    """A parsed submission, the page it was read from, and its fingerprint (source_record)."""
+
+    label: str
+    submission: Submission
+    snapshot_digest: str
+    fingerprint: str
+
+
 async def _import_kernel(
-    source: Source, kernel_id: int, report: ImportReport, batch: Batch, limit: int | None = None
+    lookup: AsyncDatabase | None, source: Source, kernel_id: int, report: ImportReport, batch: Batch, limit: int | None = None
 ) -> None:
-    """One kernel: its detail, then its submissions, at most `limit` of them (pages stop there)."""
+    """One kernel: its detail, then its submissions, at most `limit` of them (pages stop there).
+    `lookup`: where stored fingerprints are looked up (None: every record is built)."""
     subject = f"kernel {kernel_id}"
     try:
         response = await fetch_kernel(source, kernel_id)
@@ -129,6 +152,27 @@ async def _import_kernel(
     plan = KernelPlan(kernel_id, kernel.name)
     report.plan.append(plan)
 
+    records: list[Record] = []
+    try:
+        await _read_records(source, kernel_id, manifests, plan, report, batch, records, limit)
+    except SourceUnreachable:
+        await _build_runs(lookup, records, manifests, plan, report, batch)  # whole runs read so far are kept
+        raise
+    await _build_runs(lookup, records, manifests, plan, report, batch)
+
+
+async def _read_records(
+    source: Source,
+    kernel_id: int,
+    manifests: KernelManifests,
+    plan: KernelPlan,
+    report: ImportReport,
+    batch: Batch,
+    records: list[Record],
+    limit: int | None,
+) -> None:
+    """The kernel's submission pages into `records` (each parsed, fingerprinted), at most `limit`."""
+    subject = f"kernel {kernel_id}"
     seen: set[int] = set()
     async for fetched in fetch_submission_pages(source, kernel_id):
         if limit is not None and plan.discovered >= limit:
@@ -139,12 +183,12 @@ async def _import_kernel(
             report.reject(f"{subject} submissions offset {fetched.offset}", fetched.error)
             continue
         snapshot_digest = sha256_digest(fetched.response.body)
-        for record in fetched.page.records:
+        for raw in fetched.page.records:
             if limit is not None and plan.discovered >= limit:
                 break
-            label = record_label(record)
+            label = record_label(raw)
             try:
-                submission = parse_submission(record)
+                submission = parse_submission(raw)
             except ParseError as error:
                 report.discovered += 1
                 plan.discovered += 1
@@ -155,20 +199,35 @@ async def _import_kernel(
             seen.add(submission.id)
             report.discovered += 1
             plan.discovered += 1
-            try:
-                run = normalize_submission(submission, manifests, snapshot_digest=snapshot_digest)
-            except Rejected as error:
-                report.reject(label, str(error))
-                continue
-            except Skipped as error:
-                report.skip(label, str(error))
-                continue
-            report.parsed += 1
-            plan.runs += 1
-            plan.groups[f"{submission.gpu_type} · {submission.evaluation_stack_version}"] += 1
-            batch.runs.append(run)
+            records.append(Record(label, submission, snapshot_digest, source_record(manifests, raw)))
         if limit is not None and plan.discovered >= limit:
             break  # do not fetch pages we will not use
+
+
+async def _build_runs(
+    lookup: AsyncDatabase | None, records: list[Record], manifests: KernelManifests, plan: KernelPlan, report: ImportReport, batch: Batch
+) -> None:
+    """A kernel's records as runs; a record whose current run has its fingerprint is counted
+    unchanged without being built again."""
+    fingerprints = {str(r.submission.id): r.fingerprint for r in records}
+    unchanged = await unchanged_records(lookup, SOURCE, fingerprints, definition_digest=manifests.definition_digest)
+    for record in records:
+        submission = record.submission
+        if str(submission.id) in unchanged:
+            report.unchanged += 1
+        else:
+            try:
+                run = normalize_submission(submission, manifests, snapshot_digest=record.snapshot_digest, source_record=record.fingerprint)
+            except Rejected as error:
+                report.reject(record.label, str(error))
+                continue
+            except Skipped as error:
+                report.skip(record.label, str(error))
+                continue
+            batch.runs.append(run)
+        report.parsed += 1
+        plan.runs += 1
+        plan.groups[f"{submission.gpu_type} · {submission.evaluation_stack_version}"] += 1
 
 
 async def import_command(db: AsyncDatabase | None, *, console: Console | None = None, **options) -> int:

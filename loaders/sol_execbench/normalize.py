@@ -32,10 +32,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from functools import lru_cache
+from typing import Any
 
 from registry.digest import manifest_digest
 from registry.manifests import Manifest, RunStatus, make_manifest
 
+from loaders.common.source_records import code_fingerprint, record_fingerprint
 from loaders.sol_execbench import SOURCE
 from loaders.sol_execbench.parse import Kernel, Submission
 
@@ -202,6 +204,18 @@ class RunManifests:
     implementation: Manifest
     protocol: Manifest
     environment: Manifest
+    source_record: str | None = None  # the record's fingerprint, kept beside the run (not in it)
+
+
+def source_record(kernel: KernelManifests, record: Any) -> str:
+    """The fingerprint of a submission record as this code normalizes it with its kernel's
+    manifests: equal fingerprints make runs with equal digests, so a current run with this
+    fingerprint is unchanged without building it (loaders/common/source_records.py). The page it
+    was read from is left out: it is only the run's `sourceSnapshot` annotation, which a digest
+    does not cover and an unchanged run keeps from its first import."""
+    from loaders.sol_execbench import normalize, parse
+
+    return record_fingerprint(code_fingerprint(normalize, parse), kernel.definition_digest, kernel.workload_digest, record)
 
 
 def run_status(submission: Submission) -> RunStatus:
@@ -234,9 +248,10 @@ def latency_ns(latency_ms: float) -> int:
 
 
 def normalize_submission(
-    submission: Submission, kernel: KernelManifests, *, snapshot_digest: str | None = None
+    submission: Submission, kernel: KernelManifests, *, snapshot_digest: str | None = None, source_record: str | None = None
 ) -> RunManifests:
-    """The ImplementationRevision and BenchmarkRun of one submission. Raises Rejected or Skipped."""
+    """The ImplementationRevision and BenchmarkRun of one submission. Raises Rejected or Skipped.
+    `source_record` (the record's fingerprint) goes with them to be kept on the run's document."""
     if submission.kernel_id != kernel.kernel_id:
         raise Rejected(f"kernel_id {submission.kernel_id} on a page of kernel {kernel.kernel_id}")
     status = run_status(submission)
@@ -303,4 +318,4 @@ def normalize_submission(
         )
     except ValueError as error:
         raise Rejected(f"does not make a valid manifest: {error}") from None
-    return RunManifests(external_id, kernel, run, implementation, protocol, environment)
+    return RunManifests(external_id, kernel, run, implementation, protocol, environment, source_record)

@@ -110,7 +110,7 @@ async def test_snapshot_import_keeps_each_users_best_and_declares_ties(db, snaps
     assert (again.new, again.unchanged, again.superseded, again.snapshots_saved) == (0, 128, 0, 0)
     # A run whose record fingerprint does not match (e.g. the loader changed) is rebuilt: the same
     # manifest, so still unchanged, and nothing is written.
-    await db.runs.update_many({"source": "gpumode"}, {"$set": {"metadata.annotations.sourceRecord": "sha256:old"}})
+    await db.runs.update_many({"source": "gpumode"}, {"$set": {"sourceRecord": "sha256:old"}})
     rebuilt = await run_import(db, snapshot_dir=snapshot, console=quiet())
     assert (rebuilt.new, rebuilt.unchanged, rebuilt.superseded) == (0, 128, 0)
 

@@ -152,6 +152,27 @@ async def test_unchanged_reimport_writes_nothing(db, snapshot, watched):
     assert {name: await db[name].count_documents({}) for name in await db.list_collection_names()} == counts
 
 
+async def test_records_are_rebuilt_once_when_their_fingerprint_differs(db, snapshot, watched):
+    """Each run's document keeps its record's fingerprint beside the manifest (not in it). A run
+    whose fingerprint differs (as after a change to the loader) is built again: the same digest,
+    so unchanged and not superseded; it then keeps the new fingerprint, and the next re-import
+    writes nothing."""
+    await run_import(db, snapshot_dir=snapshot, console=quiet())
+    runs = await db.runs.find({"source": "sol-execbench"}).to_list()
+    assert len(runs) == 69 and all(run["sourceRecord"].startswith("sha256:") for run in runs)
+    assert all("sourceRecord" not in run["metadata"].get("annotations", {}) for run in runs)
+    fingerprints = {run["_id"]: run["sourceRecord"] for run in runs}
+
+    await db.runs.update_many({"_id": {"$in": list(fingerprints)[:10]}}, {"$set": {"sourceRecord": "sha256:older-loader"}})
+    rebuilt = await run_import(db, snapshot_dir=snapshot, console=quiet())
+    assert (rebuilt.new, rebuilt.unchanged, rebuilt.superseded) == (0, 69, 0)
+    assert {run["_id"]: run["sourceRecord"] for run in await db.runs.find({"source": "sol-execbench"}).to_list()} == fingerprints
+
+    watched_db, counter = watched
+    again = await run_import(watched_db, snapshot_dir=snapshot, console=quiet())
+    assert (again.new, again.unchanged, again.superseded, counter.writes) == (0, 69, 0, [])
+
+
 async def test_changed_record_supersedes_the_old_run(db, snapshot, watched):
     await run_import(db, snapshot_dir=snapshot, base_url=None, kernels=None, limit=None, dry_run=False, console=quiet())
     before = await runs_by_external_id(db)
@@ -174,6 +195,7 @@ async def test_changed_record_supersedes_the_old_run(db, snapshot, watched):
     after = await runs_by_external_id(db)
     new = after[str(FIRST + 10)]
     assert new["supersedes"] == old["_id"] and old["supersededBy"] == new["_id"]
+    assert new["sourceRecord"] != old["sourceRecord"]
     assert new["rank"] == 1 and after[str(FIRST)]["rank"] == 2
     assert await db.runs.count_documents({}) == 70
     group = await db.comparison_groups.find_one({"_id": new["groupKey"]})
