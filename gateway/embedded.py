@@ -112,8 +112,12 @@ class EmbeddedServer:
         host: str = HOST,
         startup_timeout_s: float = 30.0,
         log_path: Path | None = None,
+        failpoints: bool = False,
     ):
         self.storage = str(storage)
+        # Test suites inject faults with `configureFailPoint`; never on a served database, where
+        # any client that reaches the port could arm one.
+        self.failpoints = failpoints
         self.host = host
         self.port = port
         self.startup_timeout_s = startup_timeout_s
@@ -136,6 +140,8 @@ class EmbeddedServer:
         command = [_executable(), "--host", self.host, "--port", str(self.port), "--storage-path", self.storage, "--log-level", "WARNING"]
         if self.storage != ":memory:":
             command.append("--sync-on-commit")
+        if self.failpoints:
+            command.append("--enable-test-commands")
         self.process = subprocess.Popen(
             command,
             stdout=log,

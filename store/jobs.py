@@ -51,9 +51,11 @@ async def _event(db: AsyncDatabase, job: dict[str, Any], now: datetime, session:
     await events.append(db, "job.updated", now, session=session, jobId=job["_id"], state=job["state"], runDigest=job.get("runDigest"))
 
 
-async def _change(db: AsyncDatabase, guard: dict[str, Any], update: dict[str, Any], now: datetime, **options: Any) -> dict[str, Any] | None:
-    """One guarded find-and-modify and its event, in one transaction; None (nothing written) when
-    the guard matches no job."""
+async def _change(
+    db: AsyncDatabase, guard: dict[str, Any], update: dict[str, Any], now: datetime, session: AsyncClientSession | None = None, **options: Any
+) -> dict[str, Any] | None:
+    """One guarded find-and-modify and its event, in one transaction (the caller's `session`'s, if
+    given); None (nothing written) when the guard matches no job."""
 
     async def work(session: AsyncClientSession) -> dict[str, Any] | None:
         job = await db.jobs.find_one_and_update(guard, update, return_document=ReturnDocument.AFTER, session=session, **options)
@@ -61,7 +63,7 @@ async def _change(db: AsyncDatabase, guard: dict[str, Any], update: dict[str, An
             await _event(db, job, now, session)
         return job
 
-    return await in_transaction(db, work)
+    return await work(session) if session is not None else await in_transaction(db, work)
 
 
 async def request_job(db: AsyncDatabase, *, requested_by: str, idempotency_key: str, spec: dict[str, Any], max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> tuple[dict[str, Any], bool]:
@@ -149,8 +151,11 @@ async def held_job(db: AsyncDatabase, job_id: str, runner: str) -> dict[str, Any
     return job
 
 
-async def transition(db: AsyncDatabase, job: dict[str, Any], state: JobState, **fields: Any) -> dict[str, Any]:
-    """Move a held job on, guarded by its lease token so a stale holder cannot."""
+async def transition(
+    db: AsyncDatabase, job: dict[str, Any], state: JobState, *, session: AsyncClientSession | None = None, **fields: Any
+) -> dict[str, Any]:
+    """Move a held job on, guarded by its lease token so a stale holder cannot (inside the
+    caller's transaction when `session` is given)."""
     now = datetime.now(UTC)
     sets: dict[str, Any] = {"state": state.value, "updatedAt": now, **fields}
     if state in (JobState.succeeded, JobState.failed):
@@ -163,6 +168,7 @@ async def transition(db: AsyncDatabase, job: dict[str, Any], state: JobState, **
         {"_id": job["_id"], "lease.token": job["lease"]["token"], "state": {"$in": ACTIVE}},
         {"$set": sets, "$push": {"history": _history(state.value, now, runner=job["lease"]["runner"], **detail)}},
         now,
+        session,
     )
     if updated is None:
         raise JobError("JOB_NOT_HELD", f"job {job['_id']} changed hands meanwhile")

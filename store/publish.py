@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -102,15 +102,21 @@ def _run_document(bundle: Bundle, digests: dict[str, str], now: datetime) -> dic
     return doc
 
 
-async def publish(db: AsyncDatabase, bundle: Bundle) -> PublishOutcome:
-    return (await publish_many(db, [bundle]))[0]
+# More writes that must commit together with a publication (or not at all).
+AlsoWrite = Callable[[AsyncClientSession], Awaitable[Any]]
 
 
-async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle]) -> list[PublishOutcome]:
+async def publish(db: AsyncDatabase, bundle: Bundle, *, also: AlsoWrite | None = None) -> PublishOutcome:
+    return (await publish_many(db, [bundle], also=also))[0]
+
+
+async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle], *, also: AlsoWrite | None = None) -> list[PublishOutcome]:
     """Publish bundles in one batch: a few round trips per batch, not per run.
 
     Runs already stored are answered `unchanged` before anything else is looked at (a stored run
     implies everything it references is stored), so an unchanged re-import only reads.
+    `also` runs in the publishing transaction after the runs are written (in a transaction of its
+    own when every run was stored already); if it raises, nothing is published.
     """
     now = datetime.now(UTC)
     digest_of = _DigestCache()
@@ -129,9 +135,14 @@ async def publish_many(db: AsyncDatabase, bundles: Sequence[Bundle]) -> list[Pub
         await _insert_referenced_objects(db, [(b, d) for _, b, d in candidates], now)
 
         async def write(session: AsyncClientSession) -> list[_Prepared]:
-            return await _publish_in_transaction(db, session, candidates, now)
+            prepared = await _publish_in_transaction(db, session, candidates, now)
+            if also is not None:
+                await also(session)
+            return prepared
 
         fresh = await in_transaction(db, write)
+    elif also is not None:
+        await in_transaction(db, also)
     published = {p.position: p for p in fresh}
     outcomes = []
     for position, digest in enumerate(run_digests):

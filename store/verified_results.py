@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from registry.digest import manifest_digest
@@ -24,7 +25,7 @@ from registry.manifests import Manifest, ManifestError, RunStatus, parse_manifes
 from store import jobs
 from store.keys import ApiKey
 from store.bundle import RUN_REFERENCES, Bundle
-from store.publish import publish
+from store.publish import AlsoWrite, publish
 from store.schema import COLLECTION_BY_KIND
 
 
@@ -96,8 +97,16 @@ async def accept_result(db: AsyncDatabase, *, job_id: str, runner: ApiKey, envel
             resultEnvelope=envelope,
         )
         return failed
-    await _publish_verified(db, bundle, {"jobId": job_id, "runnerKeyId": runner.id, "signer": signer, "envelope": envelope})
-    return await jobs.transition(db, job, jobs.JobState.succeeded, runDigest=digest, resultEnvelope=envelope)
+    verification = {"jobId": job_id, "runnerKeyId": runner.id, "signer": signer, "envelope": envelope}
+    succeeded: dict[str, Any] = {}
+
+    async def complete_job(session: AsyncClientSession) -> None:
+        # With the run, or not at all: a run is never Verified while its job still looks unfinished,
+        # and a runner that lost its lease meanwhile publishes nothing.
+        succeeded["job"] = await jobs.transition(db, job, jobs.JobState.succeeded, session=session, runDigest=digest, resultEnvelope=envelope)
+
+    await _publish_verified(db, bundle, verification, also=complete_job)
+    return succeeded["job"]
 
 
 async def _bundle(db: AsyncDatabase, run: Manifest, environment: Manifest, signer: str) -> Bundle:
@@ -114,10 +123,16 @@ async def _bundle(db: AsyncDatabase, run: Manifest, environment: Manifest, signe
     return Bundle(run=run, definition=definition, environment=environment, verified_by=signer, **references)
 
 
-async def _publish_verified(db: AsyncDatabase, bundle: Bundle, verification: dict[str, Any]) -> str:
-    outcome = await publish(db, bundle)
-    await db.runs.update_one({"_id": outcome.run_digest, "verification": {"$exists": False}}, {"$set": {"verification": verification}})
-    return outcome.run_digest
+async def _publish_verified(db: AsyncDatabase, bundle: Bundle, verification: dict[str, Any], also: AlsoWrite | None = None) -> str:
+    digest = manifest_digest(bundle.run)
+
+    async def verify(session: AsyncClientSession) -> None:
+        await db.runs.update_one({"_id": digest, "verification": {"$exists": False}}, {"$set": {"verification": verification}}, session=session)
+        if also is not None:
+            await also(session)
+
+    await publish(db, bundle, also=verify)
+    return digest
 
 
 async def publish_signed_record(db: AsyncDatabase, envelope: dict[str, Any], approved: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ def mongo_uri():
     if os.environ.get("MONGODB_URI"):
         yield os.environ["MONGODB_URI"]
         return
-    with EmbeddedServer(":memory:") as server:
+    with EmbeddedServer(":memory:", failpoints=True) as server:
         yield server.uri
 
 

@@ -4,12 +4,20 @@ import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pymongo.errors import OperationFailure
+
+from gateway.app import create_app
+from gateway.settings import Settings
 
 from registry.digest import manifest_digest
 from registry.dsse import BENCHMARK_RUN_PREDICATE, sign_envelope, statement_bytes
 from resolvers import ids
 from store.keys import Scope
+from tests.conftest import GraphQLClient
 from tests.jobs import support
 from tests.jobs.support import bearer, claim, complete, request
 
@@ -250,3 +258,36 @@ async def test_a_claim_without_lease_seconds_is_held_for_an_hour(api, db):
     lease = claimed["job"]["lease"]
     held = datetime.fromisoformat(lease["expiresAt"]) - datetime.fromisoformat(lease["claimedAt"])
     assert held == timedelta(hours=1)
+
+
+async def test_a_run_is_published_with_its_job_succeeding_or_not_at_all(db, mongo_uri):
+    # A server whose connections name an application, so a failpoint fails this server's commands
+    # only. Completing a job takes several find-and-modify commands (the event counter for the run
+    # and its group, the job, the job's event); each attempt fails the next one in turn. Every
+    # failed attempt must leave nothing behind, and the runner's retry then succeeds.
+    flaky_uri = mongo_uri + ("&" if "?" in mongo_uri else "?") + "appName=kernelindex-flaky"
+    app = create_app(flaky_uri, Settings(database=db.name, mongodb_uri=flaky_uri))
+    async with LifespanManager(app) as manager, httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kernelindex.test") as http:
+        api = GraphQLClient(http)
+        job, runner, signer, doc = await _claimed_job(api, db)
+        envelope = support.signed_result(doc, signer)
+        failpoint = {"failCommands": ["findAndModify"], "appName": "kernelindex-flaky", "errorCode": 8}
+        for skip in range(10):
+            try:
+                await db.client.admin.command({"configureFailPoint": "failCommand", "mode": {"skip": skip, "times": 1}, "data": failpoint})
+            except OperationFailure as error:
+                pytest.skip(f"this database server injects no faults (MONGODB_URI without test commands): {error}")
+            try:
+                answer = await api.post(support.COMPLETE, {"job": job["id"], "envelope": envelope}, bearer(runner))
+            finally:
+                await db.client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+            if "errors" not in answer:
+                break
+            assert answer["errors"][0]["message"] == "Unexpected error." and "Traceback" not in json.dumps(answer)
+            assert await db.runs.count_documents({}) == 0, f"a run was published although completing failed (failed command {skip + 1})"
+            assert (await db.jobs.find_one({"_id": doc["_id"]}))["state"] == "claimed"
+        assert skip == 4  # four commands failed in turn, then the fifth attempt ran clean
+        done = answer["data"]["benchmarkJobComplete"]
+        assert done["userErrors"] == [] and done["job"]["state"] == "succeeded"
+        assert done["run"]["evidenceLevel"] == "KERNELINDEX_VERIFIED"
+        assert await db.runs.count_documents({}) == 1
