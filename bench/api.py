@@ -49,7 +49,6 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -65,8 +64,9 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _support import answers, closing_line, database_server, load_average, stop, wait_ready  # noqa: E402  (bench/_support.py)
 from gateway.app import create_app  # noqa: E402
-from gateway.embedded import EmbeddedServer, free_port  # noqa: E402
+from gateway.embedded import free_port  # noqa: E402
 from gateway.schema import build_schema  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from resolvers import ids  # noqa: E402
@@ -385,28 +385,8 @@ def start_uvicorn(uri: str, database: str) -> tuple[subprocess.Popen, str]:
         stdin=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"uvicorn exited with code {process.returncode} while starting")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return process, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    stop(process)
-    raise SystemExit("uvicorn did not answer /healthz within 30 s")
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    wait_ready(process, answers(f"{base}/healthz"), "uvicorn", timeout=30)
+    return process, base
 
 
 # ------------------------------------------------------------------------------------ main
@@ -595,20 +575,11 @@ def main() -> int:
     args = parser.parse_args()
     console = Console(width=max(Console().width, 150))
     started = time.perf_counter()
-    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = load_average()
     database = f"bench_api_{uuid.uuid4().hex[:8]}"
-    uri = os.environ.get("MONGODB_URI")
-    if uri:
+    with database_server("kernelindex-bench-api-", console.print) as uri:
         met = asyncio.run(bench(uri, database, args, console))
-    else:
-        with tempfile.TemporaryDirectory(prefix="kernelindex-bench-api-") as tmp:
-            with EmbeddedServer(Path(tmp) / "db", log_path=Path(tmp) / "secantusd.log") as server:
-                console.print(f"SecantusDB on {server.uri} (data in {tmp})")
-                met = asyncio.run(bench(server.uri, database, args, console))
-    console.print(
-        f"total {time.perf_counter() - started:.0f} s; load average {load_before} at the start, "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end ({os.cpu_count()} CPUs)"
-    )
+    console.print(closing_line(started, load_before))
     return 0 if met else 1
 
 

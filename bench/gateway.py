@@ -40,6 +40,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _support import close_subscribers, events, percentile, subscribe  # noqa: E402  (bench/_support.py)
+
 DOSSIER = """{ runByExternalId(source: "sol-execbench", externalId: "37369") {
     title primaryMeasurement { display statistic } rank group { size leader { title } }
     sourceNative { solExecBench { summary } } correctness { statement } evidenceLevel
@@ -48,13 +50,6 @@ SPANNING = """{ definition(name: "kernelindex-051-qkv-qknorm-backward") { name
     comparisonGroups { leader { title } }
     jobs(first: 5) { edges { node { state run { title evidenceLevel } } } } } }"""
 SUBSCRIPTION = "subscription { runPublished { cursor run { digest name } } }"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
 def established(port: int) -> set[str]:
@@ -175,8 +170,6 @@ async def load(url: str, query: str, clients: int, seconds: float) -> tuple[floa
 
 
 async def subscribers_main(url: str, count: int, expect: int, out: Path, deadline_s: float) -> None:
-    from websockets.asyncio.client import connect
-
     receipts: list[tuple[int, str, float]] = []
     live = 0
     all_live = asyncio.Event()
@@ -185,23 +178,13 @@ async def subscribers_main(url: str, count: int, expect: int, out: Path, deadlin
     async def subscriber(index: int) -> None:
         nonlocal live
         async with gate:
-            socket = await connect(url, subprotocols=["graphql-transport-ws"], open_timeout=120, ping_interval=None, max_queue=None)
-            await socket.send(json.dumps({"type": "connection_init", "payload": {}}))
-            assert json.loads(await socket.recv())["type"] == "connection_ack"
-            await socket.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": SUBSCRIPTION}}))
+            socket = await subscribe(url, SUBSCRIPTION, open_timeout=120)
         live += 1
         if live == count:
             all_live.set()
         async with socket:
-            async for raw in socket:
-                now = time.time()
-                message = json.loads(raw)
-                if message["type"] == "ping":
-                    await socket.send('{"type":"pong"}')
-                elif message["type"] == "next":
-                    receipts.append((index, message["payload"]["data"]["runPublished"]["run"]["name"], now))
-                else:
-                    print(f"unexpected message: {message}", file=sys.stderr)
+            async for now, data in events(socket):
+                receipts.append((index, data["runPublished"]["run"]["name"], now))
 
     tasks = [asyncio.create_task(subscriber(i)) for i in range(count)]
     try:
@@ -211,11 +194,7 @@ async def subscribers_main(url: str, count: int, expect: int, out: Path, deadlin
         while time.monotonic() < end and len(receipts) < count * expect:
             await asyncio.sleep(0.2)
     finally:
-        out.write_text(json.dumps(receipts))
-        print("DONE", flush=True)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await close_subscribers(tasks, receipts, out)
 
 
 async def subscriptions(args, uri: str, stack) -> dict:

@@ -48,8 +48,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from api import BATCH, make_bundles, percentile, start_uvicorn, stop  # noqa: E402  (bench/api.py)
-from gateway.embedded import EmbeddedServer, free_port  # noqa: E402
+from _support import answers, closing_line, database_server, load_average, stop, wait_ready  # noqa: E402  (bench/_support.py)
+from api import BATCH, make_bundles, percentile, start_uvicorn  # noqa: E402  (bench/api.py)
+from gateway.embedded import free_port  # noqa: E402
 from store.client import make_client  # noqa: E402
 from store.publish import publish_many  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
@@ -118,18 +119,12 @@ def start_stack(uri: str, database: str, home: Path) -> tuple[subprocess.Popen, 
     kernelindex = str(Path(sys.executable).with_name("kernelindex"))
     process = subprocess.Popen([kernelindex, "serve", "--no-data", "--port", str(port)], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"kernelindex serve exited with code {process.returncode} while starting")
-        try:
-            if httpx.get(f"{base}/static/site.css", timeout=1).status_code == 200 and httpx.post(f"{base}/graphql", json={"query": "{ __typename }"}, timeout=5).status_code == 200:
-                return process, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    stop(process)
-    raise SystemExit("the stack did not answer within 240 s")
+
+    def ready() -> bool:  # the pages and the API both answer
+        return answers(f"{base}/static/site.css")() and httpx.post(f"{base}/graphql", json={"query": "{ __typename }"}, timeout=5).status_code == 200
+
+    wait_ready(process, ready, "kernelindex serve", timeout=240)
+    return process, base
 
 
 def bench(uri: str, database: str, args: argparse.Namespace, console: Console) -> bool:
@@ -184,21 +179,13 @@ def main() -> int:
     args = parser.parse_args()
     console = Console(width=max(Console().width, 120))
     started = time.perf_counter()
-    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = load_average()
     database = f"bench_pages_{uuid.uuid4().hex[:8]}"
-    uri = os.environ.get("MONGODB_URI")
-    if uri:
+    with database_server("kernelindex-bench-pages-") as uri:
         met = bench(uri, database, args, console)
-        client = make_client(uri)
-        asyncio.run(client.drop_database(database))
-    else:
-        with tempfile.TemporaryDirectory(prefix="kernelindex-bench-pages-") as tmp:
-            with EmbeddedServer(Path(tmp) / "db", log_path=Path(tmp) / "secantusd.log") as server:
-                met = bench(server.uri, database, args, console)
-    console.print(
-        f"total {time.perf_counter() - started:.0f} s; load average {load_before} at the start, "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end ({os.cpu_count()} CPUs)"
-    )
+        if os.environ.get("MONGODB_URI"):  # a server of the user's: leave it as it was
+            asyncio.run(make_client(uri).drop_database(database))
+    console.print(closing_line(started, load_before))
     return 0 if met else 1
 
 

@@ -35,6 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _support import answers, close_subscribers, events, percentile, stop, subscribe, wait_ready  # noqa: E402  (bench/_support.py)
+
 QUERY = "subscription { runPublished { cursor run { digest name } } }"
 SERVE = """
 import cProfile, os, pstats, signal, sys, uvicorn
@@ -62,8 +64,6 @@ WARMUP = "synthetic-warmup"
 
 
 async def client_main(urls: list[str], count: int, expect: int, out: Path, deadline_s: float, compression: str) -> None:
-    from websockets.asyncio.client import connect
-
     receipts: list[tuple[int, str, float]] = []
     warm = 0
     done = 0
@@ -75,27 +75,12 @@ async def client_main(urls: list[str], count: int, expect: int, out: Path, deadl
         nonlocal warm, done
         url = urls[index % len(urls)]
         async with gate:
-            socket = await connect(
-                url, subprotocols=["graphql-transport-ws"], open_timeout=60, ping_interval=None, max_queue=None,
-                compression="deflate" if compression == "deflate" else None,
-            )
-            await socket.send(json.dumps({"type": "connection_init", "payload": {}}))
-            ack = json.loads(await socket.recv())
-            assert ack["type"] == "connection_ack", ack
-            await socket.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": QUERY}}))
+            socket = await subscribe(url, QUERY, open_timeout=60, compression="deflate" if compression == "deflate" else None)
         got = 0
         warmed = False
         async with socket:
-            async for raw in socket:
-                now = time.time()
-                message = json.loads(raw)
-                if message["type"] == "ping":
-                    await socket.send('{"type":"pong"}')
-                    continue
-                if message["type"] != "next":
-                    print(f"unexpected message: {message}", file=sys.stderr)
-                    continue
-                name = message["payload"]["data"]["runPublished"]["run"]["name"]
+            async for now, data in events(socket):
+                name = data["runPublished"]["run"]["name"]
                 if name.startswith(WARMUP):
                     if not warmed:
                         warmed = True
@@ -124,11 +109,7 @@ async def client_main(urls: list[str], count: int, expect: int, out: Path, deadl
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(all_done.wait(), deadline_s)
     finally:
-        out.write_text(json.dumps(receipts))
-        print("DONE", flush=True)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await close_subscribers(tasks, receipts, out)
 
 
 # ---------------------------------------------------------------- the benchmark
@@ -138,22 +119,6 @@ def _free_port() -> int:
     from gateway.embedded import free_port
 
     return free_port()
-
-
-def _wait_http(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"a gateway process exited early: {proc.stdout.read() if proc.stdout else ''}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise SystemExit("a gateway process did not become ready")
 
 
 async def _wait_line(proc: subprocess.Popen, token: str, timeout: float) -> None:
@@ -175,14 +140,6 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return 0.0
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 async def bench(args: argparse.Namespace, uri: str, db_pid: int | None = None) -> int:
@@ -215,7 +172,7 @@ async def bench(args: argparse.Namespace, uri: str, db_pid: int | None = None) -
                 )
             )
         for port, proc in zip(ports, servers):
-            _wait_http(port, proc)
+            wait_ready(proc, answers(f"http://127.0.0.1:{port}/healthz"), "a gateway process", timeout=60)
         urls = ",".join(f"ws://127.0.0.1:{p}/graphql" for p in ports)
         per_client = [args.subscribers // args.clients + (1 if i < args.subscribers % args.clients else 0) for i in range(args.clients)]
         outputs = [workdir / f"client-{i}.json" for i in range(args.clients)]
@@ -286,12 +243,7 @@ async def bench(args: argparse.Namespace, uri: str, db_pid: int | None = None) -
         console.print(f"[{'green' if ok else 'red'}]{'PASS' if ok else 'MISS'}[/] in {time.monotonic() - started:.0f} s")
         return 0 if ok else 1
     finally:
-        for proc in clients + servers:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in clients + servers:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=20)
+        stop(*clients, *servers, timeout=20)
         if args.profile_server and servers:
             print(servers[0].stdout.read())
         await client.drop_database(database)
