@@ -69,10 +69,12 @@ function limitRequestBodies(maxBytes) {
     async onRequest({ request, setRequest, endResponse, fetchAPI }) {
       if (request.body == null) return;
       const declared = request.headers.get("content-length");
-      if (declared !== null && Number(declared) > maxBytes) {
-        endResponse(tooLarge(fetchAPI));
+      if (declared !== null) {
+        // Node's HTTP parser ends the body at the declared length: only its number need be checked.
+        if (Number(declared) > maxBytes) endResponse(tooLarge(fetchAPI));
         return;
       }
+      // A chunked body declares no length: counted as it arrives, refused once past the limit.
       const reader = request.body.getReader();
       const chunks = [];
       let received = 0;
