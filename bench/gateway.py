@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -142,6 +143,7 @@ async def load(url: str, query: str, clients: int, seconds: float) -> tuple[floa
 
     latencies: list[float] = []
     errors = 0
+    failures: Counter[str] = Counter()
     stop_at = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
@@ -152,17 +154,21 @@ async def load(url: str, query: str, clients: int, seconds: float) -> tuple[floa
                 start = time.perf_counter()
                 try:
                     response = await client.post(url, json={"query": query})
-                    ok = response.status_code == 200 and "errors" not in response.json()
-                except httpx.HTTPError:
-                    ok = False
-                if ok:
+                    body = response.json()
+                    failure = None if response.status_code == 200 and "errors" not in body else f"HTTP {response.status_code}: {str(body)[:120]}"
+                except (httpx.HTTPError, ValueError) as error:
+                    failure = f"{type(error).__name__}: {str(error)[:120]}"
+                if failure is None:
                     latencies.append((time.perf_counter() - start) * 1000)
                 else:
                     errors += 1
+                    failures[failure] += 1
 
         began = time.monotonic()
         await asyncio.gather(*(worker() for _ in range(clients)))
         wall = time.monotonic() - began
+    for failure, count in failures.most_common(3):
+        print(f"  {url}: {count} × {failure}")
     return len(latencies) / wall, percentile(latencies, 50), percentile(latencies, 99), errors
 
 
