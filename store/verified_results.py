@@ -98,15 +98,17 @@ async def accept_result(db: AsyncDatabase, *, job_id: str, runner: ApiKey, envel
         )
         return failed
     verification = {"jobId": job_id, "runnerKeyId": runner.id, "signer": signer, "envelope": envelope}
-    succeeded: dict[str, Any] = {}
+    succeeded: dict[str, Any] | None = None
 
     async def complete_job(session: AsyncClientSession) -> None:
         # With the run, or not at all: a run is never Verified while its job still looks unfinished,
         # and a runner that lost its lease meanwhile publishes nothing.
-        succeeded["job"] = await jobs.transition(db, job, jobs.JobState.succeeded, session=session, runDigest=digest, resultEnvelope=envelope)
+        nonlocal succeeded
+        succeeded = await jobs.transition(db, job, jobs.JobState.succeeded, session=session, runDigest=digest, resultEnvelope=envelope)
 
-    await _publish_verified(db, bundle, verification, also=complete_job)
-    return succeeded["job"]
+    await _publish_verified(db, bundle, digest, verification, also=complete_job)
+    assert succeeded is not None  # complete_job ran in the committed transaction
+    return succeeded
 
 
 async def _bundle(db: AsyncDatabase, run: Manifest, environment: Manifest, signer: str) -> Bundle:
@@ -123,8 +125,11 @@ async def _bundle(db: AsyncDatabase, run: Manifest, environment: Manifest, signe
     return Bundle(run=run, definition=definition, environment=environment, verified_by=signer, **references)
 
 
-async def _publish_verified(db: AsyncDatabase, bundle: Bundle, verification: dict[str, Any], also: AlsoWrite | None = None) -> str:
-    digest = manifest_digest(bundle.run)
+async def _publish_verified(
+    db: AsyncDatabase, bundle: Bundle, digest: str, verification: dict[str, Any], also: AlsoWrite | None = None
+) -> str:
+    """Publish `bundle` (its run's `digest`, checked by the caller) with its verification record,
+    and `also`, in one transaction."""
 
     async def verify(session: AsyncClientSession) -> None:
         await db.runs.update_one({"_id": digest, "verification": {"$exists": False}}, {"$set": {"verification": verification}}, session=session)
@@ -144,11 +149,12 @@ async def publish_signed_record(db: AsyncDatabase, envelope: dict[str, Any], app
     except SignatureError as error:
         raise ResultError(error.code, str(error)) from None
     run, environment = _manifests(statement)
-    if statement.subject_digest != manifest_digest(run):
+    digest = manifest_digest(run)
+    if statement.subject_digest != digest:
         raise ResultError("SUBJECT_MISMATCH", "the statement's subject is not the digest of the run it carries")
     if run.spec.environmentDigest != manifest_digest(environment):
         raise ResultError("DIGEST_MISMATCH", "the run does not reference the environment it carries")
     if run.spec.status is not RunStatus.passed:
         raise ResultError("NOT_PASSED", f"the run's status is {run.spec.status.value}")
     bundle = await _bundle(db, run, environment, signer)
-    return await _publish_verified(db, bundle, {"jobId": statement.predicate.get("job"), "signer": signer, "envelope": envelope})
+    return await _publish_verified(db, bundle, digest, {"jobId": statement.predicate.get("job"), "signer": signer, "envelope": envelope})

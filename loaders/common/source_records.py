@@ -48,7 +48,7 @@ async def unchanged_records(
 ) -> set[str]:
     """The external ids of `fingerprints` ({externalId: fingerprint}) whose current run was made
     from a record with that fingerprint (`definition_digest`: the one definition of all their
-    runs, for a single query). None without a database (a dry run builds everything)."""
+    runs, for a single query). Empty without a database (a dry run builds everything)."""
     if db is None or not fingerprints:
         return set()
     stored = await stored_fingerprints(db, source, list(fingerprints), definition_digest=definition_digest)
