@@ -75,7 +75,13 @@ class Implementation:
 
     # ---------------------------------------------------------------- execution
     def load(self) -> Callable[..., tuple]:
-        """fn(**inputs) -> outputs tuple (definition order)."""
+        """fn(**inputs) -> outputs tuple (definition order). CUDA implementations are called through
+        their torch op (torch.ops.kernelindex.qkv_qknorm_backward, ops/<operation>/torch_op.py),
+        which runs this entry's destination-passing entry point."""
+        if self.language == "cuda" and self.out_entry_point is not None:
+            from kernels.ops.qkv_qknorm_backward import torch_op
+
+            return torch_op.call(self.name, self.variant.get("mode", "auto"))
         fn = _resolve(self.entry_point)
         if self.variant.get("wrapper") == "torch.compile":
             return fn()
@@ -88,6 +94,10 @@ class Implementation:
         """fn(outputs, **inputs) -> None, or None when there is no destination-passing variant."""
         if self.out_entry_point is None:
             return None
+        if self.language == "cuda":
+            from kernels.ops.qkv_qknorm_backward import torch_op
+
+            return torch_op.call_out(self.name, self.variant.get("mode", "auto"))
         fn = _resolve(self.out_entry_point)
         if "mode" in self.variant:
             mode = self.variant["mode"]
