@@ -146,6 +146,17 @@ _EXT_PORTABLE_SOURCES = (
     f"{OP_DIR}/ext_portable.py",
     *(f"{_CSRC}/{name}" for name in ("portable_norm.cu", "common/ptx.cuh", "common/launch.cuh")),
 )
+# ext-fused: the stats kernel and the fused GEMM (one .cu), the shared Hopper headers.
+_EXT_FUSED_SOURCES = (
+    f"{OP_DIR}/definition.py",
+    f"{OP_DIR}/checks.py",
+    f"{OP_DIR}/nvcc_library.py",
+    f"{OP_DIR}/ext_fused.py",
+    *(f"{_CSRC}/{name}" for name in (
+        "ext_fused_sm90.cu", "common/ptx.cuh", "common/sm90.cuh", "common/tensor_map.cuh", "common/pipeline.cuh",
+        "common/epilogue.cuh", "common/launch.cuh",
+    )),
+)
 _PORTABLE_ARCHITECTURES = ("sm_90", "sm_100", "sm_120")  # ext_portable.ARCHITECTURES (a test checks)
 # ext-hybrid dispatches per token count between ext-streamnorm and ext-portable (both unchanged).
 _EXT_HYBRID_SOURCES = (*_EXT_STREAMNORM_SOURCES, f"{OP_DIR}/ext_portable.py", f"{_CSRC}/portable_norm.cu",
@@ -220,6 +231,14 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         "split-K wgmma GEMM) below 3,000 tokens and ext-portable (norm kernel + cuBLAS GEMMs on two "
         "streams) above; ext-portable on every other architecture.",
         architectures=_PORTABLE_ARCHITECTURES,
+    ),
+    "ext-fused": _own_module(
+        "ext-fused", "ext_fused", _EXT_FUSED_SOURCES,
+        "KernelIndex CUDA, Q/K norm inside the wgmma GEMMs' operand stage (G never written)",
+        "A stats kernel writes each (token, head) row's mean(ĝ·x̂) and the norm-weight partials; then "
+        "one sm_90a cluster split-K wgmma kernel computes dX=G·W and dW=Gᵀ·X with G made in shared "
+        "memory: TMA loads grad_query/q_normed (3-D maps, tiles per batch) and a transform warpgroup "
+        "turns them into G's tiles before the wgmma warpgroups read them; PDL-chained; deterministic.",
     ),
 }
 

@@ -105,7 +105,7 @@ def test_a_cuda_implementation_on_cpu_tensors_names_the_tensor():
     inputs = make_inputs(1, 3, seed=9)
     with pytest.raises(ValueError, match="grad_query: expected a cuda tensor"):
         torch.ops.kernelindex.qkv_qknorm_backward("ext-portable", "auto", *_args(inputs))
-    with pytest.raises(ValueError, match="unknown implementation"):
+    with pytest.raises(ValueError, match="unknown implementation .no-such-impl."):
         torch.ops.kernelindex.qkv_qknorm_backward("no-such-impl", "auto", *_args(inputs))
 
 
@@ -138,3 +138,12 @@ def test_reference_and_compile_are_not_routed_through_the_op():
 
     assert get("reference").load() is reference
     assert get("compile").load_out() is None
+
+
+def test_the_ops_table_is_the_registrys():
+    """torch_op keeps its own table (no registry import where the op runs): the same entry points."""
+    from kernels.implementations import IMPLEMENTATIONS
+
+    registered = {n: i.out_entry_point for n, i in IMPLEMENTATIONS.items() if i.language == "cuda"}
+    assert registered == torch_op.OUT_ENTRY_POINTS
+    assert IMPLEMENTATIONS["reference"].entry_point == torch_op.REFERENCE

@@ -1,7 +1,8 @@
 """ext-portable: 051 on Hopper and Blackwell alike. Our Q/K norm kernel (csrc/portable_norm.cu, no
 Hopper-only instructions; one library built for sm_90a, sm_100a and sm_120) writes G = [GQ|GK|GV]
 and the concatenated weights; the two GEMMs are cuBLAS's, through torch with destination-passing
-outputs (dX = G·[Wq;Wk;Wv], dW = Gᵀ·X); the norm-weight grads are summed in a fixed order.
+outputs (dX = G·[Wq;Wk;Wv]; dW = Gᵀ·X with an fp32 output, rounded once by our finish kernel); the
+norm-weight grads are summed in a fixed order.
 On the H200 the GEMMs run at cuBLAS's rate, but the norm (~21 µs at T = 8192) is not hidden:
 cuBLAS's kernels take every SM, so work on the other stream waits for SMs (BENCHMARKS.md).
 
@@ -45,6 +46,8 @@ def declare(lib) -> None:
     lib.kidxp_norm.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
     lib.kidxp_finalize.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    lib.kidxp_finish.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     lib.kidxp_error.argtypes = [ctypes.c_int]
     lib.kidxp_error.restype = ctypes.c_char_p
 
@@ -127,7 +130,7 @@ def _check(lib, rc: int, what: str) -> None:
 
 
 def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str) -> None:
-    """dw: one [1536, 640] tensor, or the three weight grads."""
+    """dw: the three weight grads (contiguous, 16-byte aligned)."""
     import torch
 
     t = b * s
@@ -169,29 +172,28 @@ def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str) 
                 torch.mm(g, wcat, out=dx2)
         elif schedule == "serial":
             torch.mm(g, wcat, out=dx2)
+        fin = (ctypes.c_void_p(partials.data_ptr()), row, ctypes.c_void_p(dq.data_ptr()), ctypes.c_void_p(dk.data_ptr()))
         if schedule != "norm":
-            _dw(g, x, dw)
-        # the norm-weight grads last: small, and beside the side stream's last GEMM
-        _check(lib, lib.kidxp_finalize(ctypes.c_void_p(partials.data_ptr()), row, ctypes.c_void_p(dq.data_ptr()),
-                                       ctypes.c_void_p(dk.data_ptr()), ctypes.c_void_p(cur.cuda_stream)), "finalize")
+            # dW = Gᵀ·X with an fp32 output (never a bf16 one: cuBLAS's choice for some T reduces
+            # in bf16, max|err|/rms 0.1 at T = 16385), rounded once into the three weight grads
+            # by the finish kernel, which also sums the norm-weight partials (beside the side
+            # stream's dX)
+            dw32 = torch.empty((G_COLS, HIDDEN), dtype=torch.float32, device=device)
+            _mm_fp32(g.t(), x, dw32)
+            _check(lib, lib.kidxp_finish(*fin, ctypes.c_void_p(dw32.data_ptr()),
+                                         *(ctypes.c_void_p(t.data_ptr()) for t in dw),
+                                         ctypes.c_void_p(cur.cuda_stream)), "finish")
+        else:
+            _check(lib, lib.kidxp_finalize(*fin, ctypes.c_void_p(cur.cuda_stream)), "finalize")
         if two_streams:
             cur.wait_stream(side)  # temporaries are freed on `cur` only after the side stream's work
 
 
-_ROWS = ((0, Q_SIZE), (Q_SIZE, Q_SIZE + KV_SIZE), (Q_SIZE + KV_SIZE, G_COLS))
-
-
-def _dw(g, x, dw: tuple) -> None:
-    """dW = Gᵀ·X as one GEMM; into the caller's three tensors through a [1536, 640] buffer, so
-    that both entry points run the same cuBLAS kernel (bitwise equal results)."""
+def _mm_fp32(a, b, out) -> None:
+    """out (fp32) = a·b for bf16 a, b: cuBLAS accumulates and writes fp32 (aten::mm.dtype_out)."""
     import torch
 
-    if len(dw) == 1:
-        torch.mm(g.t(), x, out=dw[0])
-        return
-    full = torch.mm(g.t(), x)
-    for (lo, hi), out in zip(_ROWS, dw):
-        out.copy_(full[lo:hi])
+    torch.mm(a, b, torch.float32, out=out)
 
 
 def _aligned(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -210,8 +212,9 @@ def qkv_qknorm_backward(*, mode: str = "auto", **inputs):
     dx = torch.empty_like(hs)
     dq = torch.empty(256, dtype=torch.float32, device=hs.device)
     dk = torch.empty(256, dtype=torch.float32, device=hs.device)
-    _run(_aligned(inputs), dx, (dw,), dq, dk, b, s, mode)
-    return dx, dw[:Q_SIZE], dw[Q_SIZE:Q_SIZE + KV_SIZE], dw[Q_SIZE + KV_SIZE:], dq, dk
+    views = (dw[:Q_SIZE], dw[Q_SIZE:Q_SIZE + KV_SIZE], dw[Q_SIZE + KV_SIZE:])
+    _run(_aligned(inputs), dx, views, dq, dk, b, s, mode)
+    return dx, *views, dq, dk
 
 
 def qkv_qknorm_backward_out(outputs, *, mode: str = "auto", **inputs) -> None:
@@ -221,4 +224,6 @@ def qkv_qknorm_backward_out(outputs, *, mode: str = "auto", **inputs) -> None:
         raise ValueError(f"hidden_states: B·S = {b * s} tokens; ext-portable takes at most {MAX_TOKENS}")
     check_outputs(outputs, b, s, inputs["hidden_states"].device)
     dx, dwq, dwk, dwv, dq, dk = outputs
+    if any(t.data_ptr() % 16 for t in (dwq, dwk, dwv)):
+        raise ValueError("grad_q_weight, grad_k_weight, grad_v_weight: addresses must be 16-byte aligned")
     _run(_aligned(inputs), dx, (dwq, dwk, dwv), dq, dk, b, s, mode)

@@ -37,24 +37,32 @@ NAMESPACE = "kernelindex"
 OP = f"{NAMESPACE}::qkv_qknorm_backward"
 OP_OUT = f"{NAMESPACE}::qkv_qknorm_backward_out"
 
+# impl -> its destination-passing entry point (the registry's `out_entry_point`, kernels/
+# implementations.py; a test checks that the two agree). Kept here so that the op needs neither
+# the registry nor pydantic where it runs.
+_PKG = "kernels.ops.qkv_qknorm_backward"
+OUT_ENTRY_POINTS = {
+    "ext-streamnorm": f"{_PKG}.ext_streamnorm:qkv_qknorm_backward_out",
+    "ext-portable": f"{_PKG}.ext_portable:qkv_qknorm_backward_out",
+    "ext-hybrid": f"{_PKG}.ext_hybrid:qkv_qknorm_backward_out",
+    "ext-fused": f"{_PKG}.ext_fused:qkv_qknorm_backward_out",
+}
+REFERENCE = f"{_PKG}.reference:reference"  # the "reference" impl (CPU and CUDA)
+
 _resolved: dict[str, tuple] = {}
 
 
 def _entry_points(impl: str):
-    """(module with qkv_qknorm_backward_out, or None for the reference; the reference function)."""
+    """(the destination-passing function, or None for the reference; the reference function)."""
     if impl not in _resolved:
-        from kernels.implementations import get
-
-        entry = get(impl)
-        if entry.out_entry_point is None:
-            if impl != "reference":
-                raise ValueError(f"impl: {impl!r} has no destination-passing entry point; the op runs "
-                                 f"the CUDA implementations and the reference")
-            module, _, attr = entry.entry_point.partition(":")
+        if impl == "reference":
+            module, _, attr = REFERENCE.partition(":")
             _resolved[impl] = (None, getattr(importlib.import_module(module), attr))
-        else:
-            module, _, attr = entry.out_entry_point.partition(":")
+        elif impl in OUT_ENTRY_POINTS:
+            module, _, attr = OUT_ENTRY_POINTS[impl].partition(":")
             _resolved[impl] = (getattr(importlib.import_module(module), attr), None)
+        else:
+            raise ValueError(f"impl: unknown implementation {impl!r}; the op runs {sorted([*OUT_ENTRY_POINTS, 'reference'])}")
     return _resolved[impl]
 
 

@@ -15,7 +15,8 @@
 // row; finalize_kernel sums the rows in a fixed order (deterministic), after dW, beside the other
 // stream's dX.
 //
-// Host API (extern "C", for ctypes): kidxp_norm_shape, kidxp_norm, kidxp_finalize, kidxp_error.
+// Host API (extern "C", for ctypes): kidxp_norm_shape, kidxp_norm, kidxp_finalize, kidxp_finish
+// (finalize + dW rounded from fp32), kidxp_error.
 #include "common/launch.cuh"
 #include "common/ptx.cuh"
 
@@ -206,6 +207,53 @@ __global__ void __launch_bounds__(256) finalize_kernel(const float* partials, in
   }
 }
 
+// dW = Gᵀ·X is computed by cuBLAS with an fp32 output (a bf16 output lets the library reduce in
+// bf16: max|err|/rms 0.1 at T = 16385 on the H200, issue 28) and rounded once here, 8 values per
+// thread, into the three weight gradients (rows 0..1023 Q, 1024..1279 K, 1280..1535 V).
+constexpr int kDwElems = 1536 * 640;
+constexpr int kRoundBlocks = kDwElems / 8 / 256;  // 480
+static_assert(kDwElems % (8 * 256) == 0, "whole blocks");
+struct RoundArgs {
+  const float4* dw32;  // [1536,640] fp32
+  uint4* dwq;          // [1024,640] bf16
+  uint4* dwk;          // [256,640]
+  uint4* dwv;          // [256,640]
+};
+__device__ __forceinline__ void round_dw(const RoundArgs& r, int i) {  // i: 8-value chunk
+  const float4 a = __ldcs(r.dw32 + 2 * i), b = __ldcs(r.dw32 + 2 * i + 1);
+  uint4 o;
+  o.x = pack_bf16x2(a.x, a.y);
+  o.y = pack_bf16x2(a.z, a.w);
+  o.z = pack_bf16x2(b.x, b.y);
+  o.w = pack_bf16x2(b.z, b.w);
+  constexpr int kQ = 1024 * 640 / 8, kK = 256 * 640 / 8;
+  if (i < kQ) r.dwq[i] = o;
+  else if (i < kQ + kK) r.dwk[i - kQ] = o;
+  else r.dwv[i - kQ - kK] = o;
+}
+
+// One launch after dW: blocks 0..kFinBlocks-1 sum the norm-weight partials, the rest round dW.
+__global__ void __launch_bounds__(256) finish_kernel(const float* partials, int rows, float* dq, float* dk, RoundArgs r) {
+  if (blockIdx.x >= kFinBlocks) {
+    round_dw(r, (blockIdx.x - kFinBlocks) * 256 + threadIdx.x);
+    return;
+  }
+  __shared__ float part[8][32];
+  const int d = blockIdx.x * 32 + (threadIdx.x & 31);
+  const int group = threadIdx.x >> 5;
+  float sum = 0.f;
+  for (int q = group; q < rows; q += 8) sum += partials[static_cast<int64_t>(q) * 2 * kD + d];
+  part[group][threadIdx.x & 31] = sum;
+  __syncthreads();
+  if (group == 0) {
+    float total = 0.f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) total += part[i][threadIdx.x];
+    if (d < kD) dq[d] = total;
+    else dk[d - kD] = total;
+  }
+}
+
 constexpr int kConfigs = 3;
 constexpr int kConfigWarps[kConfigs] = {8, 6, 4};
 using Kernel = void (*)(NormArgs);
@@ -283,6 +331,18 @@ int kidxp_finalize(const float* partials, int rows, float* dq, float* dk, void* 
   using namespace kidxp;
   if (rows < 1) return kErrArguments;
   finalize_kernel<<<kFinBlocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(partials, rows, dq, dk);
+  return static_cast<int>(launched(cudaSuccess));
+}
+
+// The finalize above, and dW (fp32 [1536,640], as cuBLAS wrote it) rounded once into the three
+// bf16 weight gradients, in one launch.
+int kidxp_finish(const float* partials, int rows, float* dq, float* dk, const float* dw32, void* dwq, void* dwk,
+                 void* dwv, void* stream) {
+  using namespace kidxp;
+  if (rows < 1) return kErrArguments;
+  const RoundArgs r{reinterpret_cast<const float4*>(dw32), static_cast<uint4*>(dwq), static_cast<uint4*>(dwk),
+                    static_cast<uint4*>(dwv)};
+  finish_kernel<<<kFinBlocks + kRoundBlocks, 256, 0, static_cast<cudaStream_t>(stream)>>>(partials, rows, dq, dk, r);
   return static_cast<int>(launched(cudaSuccess));
 }
 

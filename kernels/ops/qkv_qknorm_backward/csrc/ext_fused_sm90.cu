@@ -1,0 +1,727 @@
+// ext-fused (issue 28), sm_90a: the Q/K norm backward inside the GEMMs' operand stage, so that
+// G = [GQ|GK|GV] is never written to memory.
+//
+// The norm is local to one (token, head) row of 256: gq = bf16(rstd·(ĝ − m·x̂)), ĝ = bf16(g·(1+w)),
+// m = mean(ĝ·x̂). Given the row's scalar m, every element of G is a pointwise function of g, x̂,
+// w[d], rstd and m. So:
+//   1. stats_kernel streams the Q and K rows once (grad_q/q_normed, grad_k/k_normed: 5 KiB per
+//      token) and writes m per row (20 bytes per token) and per-block Σ g·x̂ partials;
+//   2. fused_gemm_kernel (cluster_gemm_sm90.cu's design, 128-row tiles) computes
+//        dX [T,640]    = G·[Wq;Wk;Wv]   (A = G rows: tokens × 64 columns of one head)
+//        dW [1536,640] = Gᵀ·X           (A = Gᵀ: 128 columns of one head × 64 tokens)
+//      where the producer's TMA brings the g and x̂ boxes of a Q/K k-block (3-D tensor maps over
+//      [B·H, S, 256], so a tile never crosses a batch: rows past S are zero-filled and clipped),
+//      and a transform warpgroup turns the g box into the G box in place in shared memory (it
+//      knows each element's (head, d) from its swizzled position) before the wgmma warpgroups
+//      read it. V's k-blocks are grad_value as it is. Tiles run over (batch, position) blocks.
+//   Split-K across a cluster and the DSMEM reduction, the bf16 staging + TMA store epilogue and
+//   the norm-weight finalize are cluster_gemm_sm90.cu's. Launched with programmatic dependent
+//   launch after stats_kernel: the TMA loads of inputs start at once; only the transform (m)
+//   and the finalize (partials) wait for the stats kernel.
+//
+// Warp roles (512 threads): warp 0 TMA producer; warps 1-3 norm-weight finalize; warpgroup 1
+// the transform; warpgroups 2-3 wgmma consumers (64 rows each, m64n128k16).
+// Host API (extern "C", ctypes): kidxf_plan, kidxf_launch, kidxf_error.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "common/epilogue.cuh"
+#include "common/launch.cuh"
+#include "common/pipeline.cuh"
+#include "common/ptx.cuh"
+#include "common/sm90.cuh"
+#include "common/tensor_map.cuh"
+
+namespace kidxf {
+namespace {
+
+using namespace kidx;
+
+constexpr int kHidden = 640;
+constexpr int kD = 256;
+constexpr int kQK = 1280;
+constexpr int kGCols = 1536;
+constexpr int kBN = kTileCols;       // 128
+constexpr int kNT = kHidden / kBN;   // 5
+constexpr int kBK = 64;
+constexpr int kKBX = kGCols / kBK;   // 24 k-blocks of dX
+constexpr int kBM = 128;
+constexpr int kWM = 64;
+constexpr int kThreads = 512;
+constexpr int kStages = 4;
+constexpr int kABytes = kBM * kBK * 2;   // 16 KiB: g, then G
+constexpr int kXBytes = kBM * kBK * 2;   // 16 KiB: x̂
+constexpr int kBBytes = kBK * kBN * 2;   // 16 KiB
+constexpr int kStageBytes = kABytes + kXBytes + kBBytes;
+constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 2 * kD * 4 + 512;
+constexpr int kStamps = 4;
+static_assert(kBM * kBN * 4 <= kStages * kStageBytes, "the partial tile fits in the stages");
+
+// ------------------------------------------------------------------ PTX: 3-D TMA
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, const void* src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(smem_u32(src)), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+
+// ------------------------------------------------------------------ 1. the row statistics
+struct StatsArgs {
+  const uint4* gq;  // grad_query [B,4,S,256]
+  const uint4* xq;  // q_normed
+  const uint4* gk;  // grad_key [B,1,S,256]
+  const uint4* xk;  // k_normed
+  const uint4* wq;  // q_norm_weight [256] bf16
+  const uint4* wk;
+  float* m;         // [5T]: Q rows in grad_query's row order, then K rows
+  float* partials;  // [grid, 512]: Σ g·x̂ per block (Q dims, then K dims)
+  int rows, qrows;  // 5T, 4T
+  int per_warp;
+};
+constexpr int kStatsWarps = 8;
+constexpr int kStatsUnroll = 4;
+
+// Rows in memory order, a contiguous run per warp, kStatsUnroll rows' loads in flight; lane l
+// holds dims 8l..8l+7 of a row. Deterministic: fixed assignment, fixed reduction order.
+__global__ void __launch_bounds__(kStatsWarps * 32) stats_kernel(StatsArgs a) {
+  pdl_launch_dependents();  // the GEMM's TMA loads of inputs may start now
+  __shared__ float red[kStatsWarps][2 * kD];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float wq[8], wk[8], accq[8], acck[8];
+  unpack8(__ldg(a.wq + lane), wq);
+  unpack8(__ldg(a.wk + lane), wk);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    wq[i] += 1.f;
+    wk[i] += 1.f;
+    accq[i] = acck[i] = 0.f;
+  }
+  const long long r0 = static_cast<long long>(blockIdx.x * kStatsWarps + warp) * a.per_warp;
+  const long long r1 = r0 + a.per_warp < a.rows ? r0 + a.per_warp : a.rows;
+  for (long long r = r0; r < r1; r += kStatsUnroll) {
+    uint4 g[kStatsUnroll], x[kStatsUnroll];
+#pragma unroll
+    for (int u = 0; u < kStatsUnroll; ++u) {
+      const long long row = r + u;
+      if (row < r1) {
+        const bool q = row < a.qrows;
+        const long long off = (q ? row : row - a.qrows) * 32 + lane;
+        g[u] = __ldcs((q ? a.gq : a.gk) + off);
+        x[u] = __ldcs((q ? a.xq : a.xk) + off);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kStatsUnroll; ++u) {
+      const long long row = r + u;
+      if (row >= r1) break;
+      const bool q = row < a.qrows;
+      float gf[8], xf[8];
+      unpack8(g[u], gf);
+      unpack8(x[u], xf);
+      float dot = 0.f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float gh = __bfloat162float(__float2bfloat16_rn(gf[i] * (q ? wq[i] : wk[i])));
+        dot += gh * xf[i];
+        if (q) accq[i] += gf[i] * xf[i];
+        else acck[i] += gf[i] * xf[i];
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      if (lane == 0) a.m[row] = dot * (1.f / kD);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    red[warp][lane * 8 + i] = accq[i];
+    red[warp][kD + lane * 8 + i] = acck[i];
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < 2 * kD; d += kStatsWarps * 32) {
+    float s = 0.f;
+#pragma unroll
+    for (int w = 0; w < kStatsWarps; ++w) s += red[w][d];
+    a.partials[static_cast<long long>(blockIdx.x) * 2 * kD + d] = s;
+  }
+}
+
+// ------------------------------------------------------------------ 2. the fused GEMM
+struct Maps {
+  CUtensorMap gq, xq, gk, xk, gv;  // 3-D [B·H, S, 256] boxes 64×64
+  CUtensorMap x, dx;               // 3-D [B, S, 640]
+  CUtensorMap wq, wk, wv, dwq, dwk, dwv;  // 2-D
+};
+
+struct Params {
+  __nv_bfloat16* dx;
+  __nv_bfloat16* dwq;
+  __nv_bfloat16* dwk;
+  __nv_bfloat16* dwv;
+  const float* m;          // [5T]
+  const float* rq;         // q_rstd [B,4,S]
+  const float* rk;         // k_rstd [B,1,S]
+  const __nv_bfloat16* nwq;  // q_norm_weight [256]
+  const __nv_bfloat16* nwk;
+  const float* norm_partials;
+  int norm_parts;
+  float* dq_norm;
+  float* dk_norm;
+  int batch, seq, tokens;
+  int nsb;                 // ceil(S/128): dX row blocks per batch
+  int nkbs;                // ceil(S/64): dW k-blocks per batch
+  int kbw;                 // B·nkbs
+  int cl, sw, sx, nwt, nxt, ncw, ncx, x_first;
+  unsigned long long* timeline;
+};
+
+struct Work {
+  int is_w, tile, mt, nt, kb0, kb1, grp_base, grp_idx, grp_size, valid;
+};
+
+__device__ __forceinline__ Work decode_work(const Params& p) {
+  const int cid = static_cast<int>(blockIdx.x) / p.cl;
+  const int rank = static_cast<int>(cluster_ctarank());
+  int c = cid;
+  int is_w;
+  if (p.x_first) {
+    is_w = c >= p.ncx;
+    if (is_w) c -= p.ncx;
+  } else {
+    is_w = c < p.ncw;
+    if (!is_w) c -= p.ncw;
+  }
+  Work w;
+  const int s = is_w ? p.sw : p.sx;
+  w.is_w = is_w;
+  w.grp_size = s;
+  w.grp_idx = rank % s;
+  w.grp_base = rank - w.grp_idx;
+  w.tile = c * (p.cl / s) + rank / s;
+  w.valid = w.tile < (is_w ? p.nwt : p.nxt);
+  const int kbt = is_w ? p.kbw : kKBX;
+  w.kb0 = w.grp_idx * kbt / s;
+  w.kb1 = (w.grp_idx + 1) * kbt / s;
+  w.mt = w.tile / kNT;
+  w.nt = w.tile - w.mt * kNT;
+  return w;
+}
+
+template <int TA>
+__device__ __forceinline__ void mma_kblock(float (&acc)[64], uint32_t a_base, uint32_t b_base, bool first) {
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const uint64_t db = make_desc_sw128(b_base + ks * 2048, kBoxBytes, 1024);
+    const uint64_t da = TA ? make_desc_sw128(a_base + ks * 2048, kBoxBytes, 1024) : make_desc_sw128(a_base + ks * 32, 16, 1024);
+    wgmma_m64n128k16<TA, 1>(acc, da, db, (first && ks == 0) ? 0 : 1);
+  }
+}
+
+// The consumers' mainloop over k-blocks [kb0, kb1): wait for the transformed stage, wgmma, release
+// the previous stage (at most one wgmma group in flight).
+template <int TA, class StageA, class StageB>
+__device__ __forceinline__ void mainloop(float (&acc)[64], int kb0, int kb1, uint64_t* ready, uint64_t* empty, int wg,
+                                         int lane, StageA sa, StageB sb) {
+  RingPos<kStages> pos;
+  int prev = -1;
+  for (int kb = kb0; kb < kb1; ++kb) {
+    mbar_wait(&ready[pos.stage], pos.phase);
+    wgmma_fence();
+    mma_kblock<TA>(acc, smem_u32(sa(pos.stage)) + wg * kBoxBytes, smem_u32(sb(pos.stage)), kb == kb0);
+    wgmma_commit();
+    wgmma_wait<1>();
+    if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+    prev = pos.stage;
+    pos.advance();
+  }
+  wgmma_wait<0>();
+}
+
+// grad_{q,k}_norm_weight from the stats kernel's partials (cluster_gemm_sm90.cu's finalize).
+__device__ __forceinline__ void finalize_norm_weight(const Params& p, float* fin, int f) {
+  const int per = (2 * kD + gridDim.x - 1) / gridDim.x;
+  const int d0 = blockIdx.x * per;
+  const int d1 = min(2 * kD, d0 + per);
+  const int lane = f & 31;
+  const int wq = f >> 5;
+  for (int dc = d0; dc < d1; dc += 8) {
+    float acc[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[j] = 0.f;
+#pragma unroll 4
+    for (int q = f; q < p.norm_parts; q += 96) {
+      const float* row = p.norm_partials + static_cast<int64_t>(q) * 2 * kD;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        if (dc + j < d1) acc[j] += __ldcg(row + dc + j);
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], o);
+    if (lane == 0)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) fin[wq * 8 + j] = acc[j];
+    named_barrier_sync(2, 96);
+    if (f < 8 && dc + f < d1) {
+      const float v = fin[f] + fin[8 + f] + fin[16 + f];
+      const int d = dc + f;
+      if (d < kD) p.dq_norm[d] = v; else p.dk_norm[d - kD] = v;
+    }
+    named_barrier_sync(2, 96);
+  }
+}
+
+// The transform of one 64×64 box in place: g -> G. Box rows are tokens s = s_row0 + r of batch
+// b; columns d0 + 8c of head `head` (0..3 Q, 4 K); physical 16-byte chunk p of row r holds
+// logical chunk p ^ (r & 7) (128-byte swizzle). Thread t (0..127) takes chunk t & 7 of rows
+// (t >> 3) + 16i.
+__device__ __forceinline__ void transform_box(uint8_t* gbox, const uint8_t* xbox, const float* wtab, const Params& p,
+                                              int b, int s_row0, int head, int d0, int t) {
+  const int pch = t & 7;
+  const float* wt = wtab + (head < 4 ? 0 : kD) + d0;
+  const long long base = head < 4 ? (static_cast<long long>(b) * 4 + head) * p.seq
+                                  : static_cast<long long>(b) * p.seq;
+  const float* rstd = head < 4 ? p.rq : p.rk;
+  const float* mrow = p.m + (head < 4 ? 0 : 4LL * p.tokens);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = (t >> 3) + 16 * i;
+    const int s = s_row0 + r;
+    if (s >= p.seq) continue;  // zero-filled by TMA, and G is zero there
+    const float rs = __ldg(rstd + base + s);
+    const float mm = __ldg(mrow + base + s);
+    const int off = r * 128 + pch * 16;
+    const int c = pch ^ (r & 7);
+    float gf[8], xf[8];
+    unpack8(*reinterpret_cast<const uint4*>(gbox + off), gf);
+    unpack8(*reinterpret_cast<const uint4*>(xbox + off), xf);
+    const float4 w0 = *reinterpret_cast<const float4*>(wt + c * 8);
+    const float4 w1 = *reinterpret_cast<const float4*>(wt + c * 8 + 4);
+    const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+    float o[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float gh = __bfloat162float(__float2bfloat16_rn(gf[k] * w[k]));
+      o[k] = rs * (gh - mm * xf[k]);
+    }
+    uint4 v;
+    v.x = pack_bf16x2(o[0], o[1]);
+    v.y = pack_bf16x2(o[2], o[3]);
+    v.z = pack_bf16x2(o[4], o[5]);
+    v.w = pack_bf16x2(o[6], o[7]);
+    *reinterpret_cast<uint4*>(gbox + off) = v;
+  }
+}
+
+__device__ __forceinline__ __nv_bfloat16* dw_row(const Params& p, int r) {
+  if (r < 1024) return p.dwq + static_cast<int64_t>(r) * kHidden;
+  if (r < kQK) return p.dwk + static_cast<int64_t>(r - 1024) * kHidden;
+  return p.dwv + static_cast<int64_t>(r - kQK) * kHidden;
+}
+
+__global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* stage_base = smem;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * kStageBytes);
+  uint64_t* ready = full + kStages;
+  uint64_t* empty = ready + kStages;
+  float* fin = reinterpret_cast<float*>(empty + kStages);  // [3][8]
+  float* wtab = reinterpret_cast<float*>(smem + kStages * kStageBytes + 512);  // [2][256]: 1 + w
+  uint8_t* red = smem;
+  auto sa = [&](int st) { return stage_base + st * kStageBytes; };
+  auto sx = [&](int st) { return stage_base + st * kStageBytes + kABytes; };
+  auto sb = [&](int st) { return stage_base + st * kStageBytes + kABytes + kXBytes; };
+
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const Work w = decode_work(p);
+  const int nkb = w.valid ? w.kb1 - w.kb0 : 0;
+  const int m0 = w.mt * kBM;           // dW: G column of the tile
+  const int xb = w.mt / p.nsb;         // dX: batch of the tile
+  const int xs0 = (w.mt - xb * p.nsb) * kBM;  // dX: first position
+  unsigned long long* tl = p.timeline ? p.timeline + static_cast<int64_t>(blockIdx.x) * kStamps : nullptr;
+  if (tl && threadIdx.x == 0) tl[0] = globaltimer();
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&ready[s], 4);  // lane 0 of each transform warp
+      mbar_init(&empty[s], 8);  // lane 0 of each consumer warp
+    }
+    fence_barrier_init();
+  }
+  if (threadIdx.x >= 128 && threadIdx.x < 256) {
+    const int i = threadIdx.x - 128;
+    wtab[i] = 1.f + __bfloat162float(p.nwq[i]);
+    wtab[i + 128] = 1.f + __bfloat162float(p.nwq[i + 128]);
+    wtab[kD + i] = 1.f + __bfloat162float(p.nwk[i]);
+    wtab[kD + i + 128] = 1.f + __bfloat162float(p.nwk[i + 128]);
+  }
+  __syncthreads();
+
+  // the head (0..3 Q, 4 K, 5 V) and first column of A's k-block kb (dX) / of the tile (dW)
+  auto kb_head = [&](int kb) { return w.is_w ? (m0 >> 8) : (kb >> 2); };
+
+  if (warp < 4) {
+    if (warp == 0 && lane == 0 && nkb > 0) {
+      // ------------------------------------------------------------ TMA producer
+      RingPos<kStages> pos;
+      for (int kb = w.kb0; kb < w.kb1; ++kb) {
+        const int head = kb_head(kb);
+        const bool normed = head < 5;
+        mbar_wait(&empty[pos.stage], pos.phase ^ 1);
+        mbar_expect_tx(&full[pos.stage], (normed ? kABytes + kXBytes : kABytes) + kBBytes);
+        uint8_t* a = sa(pos.stage);
+        uint8_t* x = sx(pos.stage);
+        uint8_t* bt = sb(pos.stage);
+        uint64_t* bar = &full[pos.stage];
+        if (w.is_w) {
+          const int b = kb / p.nkbs;
+          const int s0 = (kb - b * p.nkbs) * kBK;
+          const CUtensorMap* gm = head < 4 ? &maps.gq : (head == 4 ? &maps.gk : &maps.gv);
+          const CUtensorMap* xm = head < 4 ? &maps.xq : &maps.xk;
+          const int z = head < 4 ? b * 4 + head : b;
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            const int d0 = (m0 + c * 64) & 255;
+            tma_load_3d(a + c * kBoxBytes, gm, bar, d0, s0, z);
+            if (normed) tma_load_3d(x + c * kBoxBytes, xm, bar, d0, s0, z);
+          }
+#pragma unroll
+          for (int c = 0; c < 2; ++c) tma_load_3d(bt + c * kBoxBytes, &maps.x, bar, w.nt * kBN + c * 64, s0, b);
+        } else {
+          const CUtensorMap* gm = head < 4 ? &maps.gq : (head == 4 ? &maps.gk : &maps.gv);
+          const CUtensorMap* xm = head < 4 ? &maps.xq : &maps.xk;
+          const int z = head < 4 ? xb * 4 + head : xb;
+          const int d0 = (kb & 3) * kBK;
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            tma_load_3d(a + c * kBoxBytes, gm, bar, d0, xs0 + c * 64, z);
+            if (normed) tma_load_3d(x + c * kBoxBytes, xm, bar, d0, xs0 + c * 64, z);
+          }
+          const CUtensorMap* wmap = kb < 16 ? &maps.wq : (kb < 20 ? &maps.wk : &maps.wv);
+          const int wrow = (kb < 16 ? kb : (kb < 20 ? kb - 16 : kb - 20)) * kBK;
+#pragma unroll
+          for (int c = 0; c < 2; ++c) tma_load_2d(bt + c * kBoxBytes, wmap, bar, w.nt * kBN + c * 64, wrow);
+        }
+        pos.advance();
+      }
+    } else if (warp >= 1 && p.norm_parts > 0) {
+      pdl_wait();
+      finalize_norm_weight(p, fin, threadIdx.x - 32);
+    }
+    if (w.grp_size > 1) {
+      cluster_sync_all();
+      cluster_sync_all();
+    }
+    return;
+  }
+
+  if (warp < 8) {
+    // -------------------------------------------------------------- transform warpgroup
+    const int t = threadIdx.x - 128;
+    bool waited = false;
+    RingPos<kStages> pos;
+    for (int kb = w.kb0; kb < w.kb0 + nkb; ++kb) {
+      const int head = kb_head(kb);
+      mbar_wait(&full[pos.stage], pos.phase);
+      if (head < 5) {
+        if (!waited) {
+          pdl_wait();  // m comes from the stats kernel
+          waited = true;
+        }
+        if (w.is_w) {
+          const int b = kb / p.nkbs;
+          const int s0 = (kb - b * p.nkbs) * kBK;
+#pragma unroll
+          for (int c = 0; c < 2; ++c)
+            transform_box(sa(pos.stage) + c * kBoxBytes, sx(pos.stage) + c * kBoxBytes, wtab, p, b, s0, head,
+                          (m0 + c * 64) & 255, t);
+        } else {
+#pragma unroll
+          for (int c = 0; c < 2; ++c)
+            transform_box(sa(pos.stage) + c * kBoxBytes, sx(pos.stage) + c * kBoxBytes, wtab, p, xb, xs0 + c * 64,
+                          head, (kb & 3) * kBK, t);
+        }
+        fence_proxy_async_shared();
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&ready[pos.stage]);
+      pos.advance();
+    }
+    if (w.grp_size > 1) {
+      cluster_sync_all();
+      cluster_sync_all();
+    }
+    return;
+  }
+
+  // ---------------------------------------------------------------- consumer warpgroups
+  const int wg = (threadIdx.x >> 7) - 2;  // 0 or 1
+  const int ctid = threadIdx.x - 256;     // 0..255
+  float acc[64];
+  if (nkb > 0) {
+    if (w.is_w) mainloop<1>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb);
+    else mainloop<0>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 64; ++j) acc[j] = 0.f;
+  }
+  if (tl && ctid == 0) tl[1] = globaltimer();
+  named_barrier_sync(1, 256);
+  const int frow = wg * kWM + (warp & 3) * 16 + (lane >> 2);
+  if (w.grp_size == 1) {
+    if (w.valid) {
+      uint8_t* stage = smem;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) stage_put(stage, frow, j, lane, acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+      fence_proxy_async_shared();
+      named_barrier_sync(1, 256);
+      if (ctid == 0) {
+        if (w.is_w) {
+          const CUtensorMap* map = m0 < 1024 ? &maps.dwq : (m0 < kQK ? &maps.dwk : &maps.dwv);
+          const int row0 = m0 < 1024 ? m0 : (m0 < kQK ? m0 - 1024 : m0 - kQK);
+#pragma unroll
+          for (int rb = 0; rb < 2; ++rb)
+#pragma unroll
+            for (int cb = 0; cb < 2; ++cb) tma_store_2d(map, stage + (rb * 2 + cb) * kBoxBytes, w.nt * kBN + cb * 64, row0 + rb * 64);
+        } else {
+#pragma unroll
+          for (int rb = 0; rb < 2; ++rb) {
+            if (xs0 + rb * 64 >= p.seq) break;
+#pragma unroll
+            for (int cb = 0; cb < 2; ++cb)
+              tma_store_3d(&maps.dx, stage + (rb * 2 + cb) * kBoxBytes, w.nt * kBN + cb * 64, xs0 + rb * 64, xb);
+          }
+        }
+        bulk_commit();
+        bulk_wait_read0();
+      }
+    }
+    if (tl && ctid == 0) tl[2] = tl[3] = globaltimer();
+    return;
+  }
+  if (w.valid) {
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int col = j * 8 + (lane & 3) * 2;
+      *reinterpret_cast<float2*>(red + red_offset(frow, col)) = make_float2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<float2*>(red + red_offset(frow + 8, col)) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+  cluster_sync_all();
+  if (tl && ctid == 0) tl[2] = globaltimer();
+  if (w.valid) {
+    const int row_limit = w.is_w ? kBM : min(kBM, p.seq - xs0);
+    const int rows = kBM / w.grp_size;
+    const int r0 = w.grp_idx * rows;
+    const uint32_t red_addr = smem_u32(red);
+    __nv_bfloat16* xbase = p.dx + (static_cast<int64_t>(xb) * p.seq + xs0) * kHidden + w.nt * kBN;
+    auto out = [&](int row) { return w.is_w ? dw_row(p, m0 + row) + w.nt * kBN : xbase + static_cast<int64_t>(row) * kHidden; };
+    switch (w.grp_size) {
+      case 2: reduce_store<2>(red_addr, w.grp_base, r0, rows, row_limit, ctid, out); break;
+      case 4: reduce_store<4>(red_addr, w.grp_base, r0, rows, row_limit, ctid, out); break;
+      default: reduce_store<8>(red_addr, w.grp_base, r0, rows, row_limit, ctid, out); break;
+    }
+  }
+  cluster_sync_all();
+  if (tl && ctid == 0) tl[3] = globaltimer();
+}
+
+// ------------------------------------------------------------------ host
+struct Plan {
+  int cl, sw, sx, x_first;
+  int nsb, nkbs, kbw, nwt, nxt, ncw, ncx, grid;
+  int stats_blocks, stats_per_warp;
+};
+constexpr int kPlanFields = 12;
+
+Plan shape_plan(int batch, int seq, int num_sms, int cl, int sw, int sx, int x_first) {
+  Plan p{};
+  p.cl = cl;
+  p.sw = sw;
+  p.sx = sx;
+  p.x_first = x_first;
+  p.nsb = (seq + kBM - 1) / kBM;
+  p.nkbs = (seq + kBK - 1) / kBK;
+  p.kbw = batch * p.nkbs;
+  p.nwt = (kGCols / kBM) * kNT;
+  p.nxt = batch * p.nsb * kNT;
+  p.ncw = (p.nwt + cl / sw - 1) / (cl / sw);
+  p.ncx = (p.nxt + cl / sx - 1) / (cl / sx);
+  p.grid = (p.ncw + p.ncx) * cl;
+  const long long rows = 5LL * batch * seq;
+  const long long warps = static_cast<long long>(num_sms) * kStatsWarps;
+  long long per = (rows + warps - 1) / warps;
+  per = (per + kStatsUnroll - 1) / kStatsUnroll * kStatsUnroll;
+  p.stats_per_warp = static_cast<int>(per);
+  p.stats_blocks = static_cast<int>((rows + per * kStatsWarps - 1) / (per * kStatsWarps));
+  return p;
+}
+
+// By token count (the first version's guess from ext-streamnorm's measured table, 128-row tiles
+// only): few tokens split dX over a cluster; ~1k no split; more: dW split in two.
+struct TableRow {
+  int max_tokens, cl, sw, sx, x_first;
+};
+constexpr TableRow kPlanTable[] = {
+    {384, 4, 1, 4, 1}, {768, 2, 1, 2, 1}, {1792, 1, 1, 1, 1}, {3072, 2, 2, 1, 1}, {6144, 1, 1, 1, 0}, {1 << 30, 2, 2, 1, 0},
+};
+
+bool valid_forced(const int* f) {
+  if (f == nullptr || f[0] == 0) return true;
+  auto pow2 = [](int v) { return v == 1 || v == 2 || v == 4 || v == 8; };
+  return pow2(f[0]) && pow2(f[1]) && pow2(f[2]) && f[1] <= f[0] && f[2] <= f[0] && (f[3] == 0 || f[3] == 1);
+}
+
+Plan make_plan(int batch, int seq, int num_sms, const int* f) {
+  if (f != nullptr && f[0] != 0) return shape_plan(batch, seq, num_sms, f[0], f[1], f[2], f[3]);
+  const long long tokens = static_cast<long long>(batch) * seq;
+  for (const TableRow& r : kPlanTable)
+    if (tokens <= r.max_tokens) return shape_plan(batch, seq, num_sms, r.cl, r.sw, r.sx, r.x_first);
+  return shape_plan(batch, seq, num_sms, 1, 1, 1, 0);
+}
+
+PFN_cuTensorMapEncodeTiled_v12000 encode() { return encode_fn(); }
+
+// 3-D bf16 [d2, d1, d0] row-major (d0 contiguous), boxes 64×64×1, 128-byte swizzle, zero fill.
+bool make_map_3d(CUtensorMap* map, const void* ptr, int64_t d2, int64_t d1, int64_t d0) {
+  auto fn = encode();
+  if (!fn) return false;
+  cuuint64_t dims[3] = {static_cast<cuuint64_t>(d0), static_cast<cuuint64_t>(d1), static_cast<cuuint64_t>(d2)};
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(d0 * 2), static_cast<cuuint64_t>(d0 * d1 * 2)};
+  cuuint32_t box[3] = {64, 64, 1};
+  cuuint32_t estr[3] = {1, 1, 1};
+  return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(ptr), dims, strides, box, estr,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace kidxf
+
+extern "C" {
+
+// forced: NULL or 4 ints {cluster, sw, sx, x_first} (cluster 0 = the planner's). out[0..11]:
+// cluster, sw, sx, x_first, grid, ncw, ncx, nwt, nxt, kbw, stats blocks, stats rows per warp.
+// Returns the number of values, or -1 for bad arguments.
+int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* out, int nout) {
+  using namespace kidxf;
+  if (batch < 1 || seq < 1 || num_sms < 1 || nout < kPlanFields || !valid_forced(forced) ||
+      5LL * batch * seq >= (1LL << 31))
+    return -1;
+  const Plan p = make_plan(batch, seq, num_sms, forced);
+  const long long v[kPlanFields] = {p.cl, p.sw, p.sx, p.x_first, p.grid, p.ncw, p.ncx, p.nwt, p.nxt, p.kbw,
+                                    p.stats_blocks, p.stats_per_warp};
+  for (int i = 0; i < kPlanFields; ++i) out[i] = v[i];
+  return kPlanFields;
+}
+
+// args: 0 grad_query 1 grad_key 2 grad_value 3 hidden_states 4 q_weight 5 k_weight 6 v_weight
+// 7 q_norm_weight 8 k_norm_weight 9 q_rstd 10 k_rstd 11 q_normed 12 k_normed 13 grad_hidden
+// 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
+// 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
+// 28 flags (bit 0 PDL) [29 timeline [grid][4] u64 or 0]
+int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
+  using namespace kidxf;
+  if (n < 29) return kErrArguments;
+  cudaStream_t stream = reinterpret_cast<cudaStream_t>(stream_ptr);
+  auto ptr = [&](int i) { return reinterpret_cast<void*>(a[i]); };
+  const int batch = static_cast<int>(a[21]), seq = static_cast<int>(a[22]), sms = static_cast<int>(a[23]);
+  int forced[4];
+  for (int i = 0; i < 4; ++i) forced[i] = static_cast<int>(a[24 + i]);
+  const int flags = static_cast<int>(a[28]);
+  if (batch < 1 || seq < 1 || sms < 1 || !valid_forced(forced) || 5LL * batch * seq >= (1LL << 31)) return kErrArguments;
+  const Plan pl = make_plan(batch, seq, sms, forced);
+  const long long tokens = static_cast<long long>(batch) * seq;
+
+  Maps m;
+  bool ok = make_map_3d(&m.gq, ptr(0), 4LL * batch, seq, kD) && make_map_3d(&m.xq, ptr(11), 4LL * batch, seq, kD) &&
+            make_map_3d(&m.gk, ptr(1), batch, seq, kD) && make_map_3d(&m.xk, ptr(12), batch, seq, kD) &&
+            make_map_3d(&m.gv, ptr(2), batch, seq, kD) && make_map_3d(&m.x, ptr(3), batch, seq, kHidden) &&
+            make_map_3d(&m.dx, ptr(13), batch, seq, kHidden) && make_map(&m.wq, ptr(4), 1024, kHidden, kHidden) &&
+            make_map(&m.wk, ptr(5), 256, kHidden, kHidden) && make_map(&m.wv, ptr(6), 256, kHidden, kHidden) &&
+            make_map(&m.dwq, ptr(14), 1024, kHidden, kHidden) && make_map(&m.dwk, ptr(15), 256, kHidden, kHidden) &&
+            make_map(&m.dwv, ptr(16), 256, kHidden, kHidden);
+  if (!ok) return kErrTensorMap;
+
+  StatsArgs s;
+  s.gq = static_cast<const uint4*>(ptr(0));
+  s.xq = static_cast<const uint4*>(ptr(11));
+  s.gk = static_cast<const uint4*>(ptr(1));
+  s.xk = static_cast<const uint4*>(ptr(12));
+  s.wq = static_cast<const uint4*>(ptr(7));
+  s.wk = static_cast<const uint4*>(ptr(8));
+  s.m = static_cast<float*>(ptr(19));
+  s.partials = static_cast<float*>(ptr(20));
+  s.rows = static_cast<int>(5 * tokens);
+  s.qrows = static_cast<int>(4 * tokens);
+  s.per_warp = pl.stats_per_warp;
+  stats_kernel<<<pl.stats_blocks, kStatsWarps * 32, 0, stream>>>(s);
+  cudaError_t err = launched(cudaSuccess);
+  if (err != cudaSuccess) return err;
+
+  Params p{};
+  p.dx = static_cast<__nv_bfloat16*>(ptr(13));
+  p.dwq = static_cast<__nv_bfloat16*>(ptr(14));
+  p.dwk = static_cast<__nv_bfloat16*>(ptr(15));
+  p.dwv = static_cast<__nv_bfloat16*>(ptr(16));
+  p.m = static_cast<const float*>(ptr(19));
+  p.rq = static_cast<const float*>(ptr(9));
+  p.rk = static_cast<const float*>(ptr(10));
+  p.nwq = static_cast<const __nv_bfloat16*>(ptr(7));
+  p.nwk = static_cast<const __nv_bfloat16*>(ptr(8));
+  p.norm_partials = static_cast<const float*>(ptr(20));
+  p.norm_parts = pl.stats_blocks;
+  p.dq_norm = static_cast<float*>(ptr(17));
+  p.dk_norm = static_cast<float*>(ptr(18));
+  p.batch = batch;
+  p.seq = seq;
+  p.tokens = static_cast<int>(tokens);
+  p.nsb = pl.nsb;
+  p.nkbs = pl.nkbs;
+  p.kbw = pl.kbw;
+  p.cl = pl.cl;
+  p.sw = pl.sw;
+  p.sx = pl.sx;
+  p.nwt = pl.nwt;
+  p.nxt = pl.nxt;
+  p.ncw = pl.ncw;
+  p.ncx = pl.ncx;
+  p.x_first = pl.x_first;
+  p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
+
+  const void* kernel = reinterpret_cast<const void*>(fused_gemm_kernel);
+  err = allow_dynamic_smem(kernel, kSmemBytes);
+  if (err != cudaSuccess) return err;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(pl.grid);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = pl.cl;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = (flags & 1) ? 2 : 1;
+  return launched(cudaLaunchKernelEx(&cfg, fused_gemm_kernel, m, p));
+}
+
+const char* kidxf_error(int code) { return kidx::error_string(code); }
+
+}  // extern "C"
