@@ -3,7 +3,8 @@
 # (.whl/, carried), libraries prebuilt here (build/kidx_build/, carried: nothing needs nvcc there),
 # the cuBLAS long-T check, cuobjdump of the libraries, then op_check.py (every implementation
 # through torch.ops.kernelindex) and optionally the harness CLI side by side.
-# Usage: bash lab/qkv_qknorm_backward/fused_h200_run.sh OUTDIR "CLI_IMPLS or -" [OP_CHECK_ARGS...]
+# Usage: IMPLS=a,b bash lab/qkv_qknorm_backward/fused_h200_run.sh OUTDIR "CLI_IMPLS or -" [OP_CHECK_ARGS...]
+# (ext-fused is smoke-tested first and dropped from IMPLS if it fails or hangs)
 set -u
 OUT=${1:?out dir}
 CLI_IMPLS=${2:--}
@@ -29,7 +30,26 @@ for t in (8193, 16385, 32769):
           f"{float((f32.bfloat16().double()-ref).abs().max()/rms):.4f}", flush=True)
 PY
 echo "cublas check rc=$? at $(( $(date +%s) - t0 )) s"
-timeout ${CHECK_TIMEOUT:-420} python3 lab/qkv_qknorm_backward/op_check.py "$OUT/op_check.json" "$@" > "$OUT/op_check.log" 2>&1
+# ext-fused first on its own under a short timeout (a hung barrier costs 90 s, not the call)
+timeout 90 python3 - <<'PY'
+import torch
+from kernels.ops.qkv_qknorm_backward import ext_fused as e
+from kernels.ops.qkv_qknorm_backward.inputs import make_inputs
+from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
+e.load(verbose=False)
+for b, s in [(1, 131), (2, 1000), (1, 8192)]:
+    inp = make_inputs(b, s, seed=1, device="cuda")
+    outs = e.qkv_qknorm_backward(**inp)
+    torch.cuda.synchronize()
+    ref = reference_fp32(**inp)
+    rel = [float((o.float() - r.float()).norm() / r.float().norm()) for o, r in zip(outs, ref)]
+    print("fused smoke", b, s, e.plan(b, s, 132), ["%.1e" % x for x in rel], flush=True)
+PY
+frc=$?
+echo "fused smoke rc=$frc at $(( $(date +%s) - t0 )) s"
+IMPLS=${IMPLS:-ext-portable,ext-streamnorm,ext-hybrid,ext-fused}
+[ $frc -ne 0 ] && IMPLS=$(echo "$IMPLS" | sed 's/,\?ext-fused//')
+timeout ${CHECK_TIMEOUT:-420} python3 lab/qkv_qknorm_backward/op_check.py "$OUT/op_check.json" --impls "$IMPLS" "$@" > "$OUT/op_check.log" 2>&1
 rc=$?
 echo "op_check rc=$rc at $(( $(date +%s) - t0 )) s"
 grep -vE "^check .*passed=True det=True" "$OUT/op_check.log" | tail -n 60 | cut -c1-700
