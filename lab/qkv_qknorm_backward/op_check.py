@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 
-LONG_SHAPES = [(1, 16385), (1, 32769), (2, 8193)]
+LONG_SHAPES = [(1, 16385), (1, 32769), (2, 8193), (1, 49153), (3, 16385)]
 FP64_LIMIT = 0.05  # max|err|/rms(ref) against float64; bf16 outputs land near 0.01–0.04
 
 

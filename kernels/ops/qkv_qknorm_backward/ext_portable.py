@@ -1,8 +1,8 @@
 """ext-portable: 051 on Hopper and Blackwell alike. Our Q/K norm kernel (csrc/portable_norm.cu, no
 Hopper-only instructions; one library built for sm_90a, sm_100a and sm_120) writes G = [GQ|GK|GV]
 and the concatenated weights; the two GEMMs are cuBLAS's, through torch with destination-passing
-outputs (dX = G·[Wq;Wk;Wv]; dW = Gᵀ·X with an fp32 output, rounded once by our finish kernel); the
-norm-weight grads are summed in a fixed order.
+outputs (dX = G·[Wq;Wk;Wv]; dW = Gᵀ·X with an fp32 output over pieces of ≤ 16384 tokens, rounded
+once by our finish kernel); the norm-weight grads are summed in a fixed order.
 On the H200 the GEMMs run at cuBLAS's rate, but the norm (~21 µs at T = 8192) is not hidden:
 cuBLAS's kernels take every SM, so work on the other stream waits for SMs (BENCHMARKS.md).
 
@@ -174,12 +174,11 @@ def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str) 
             torch.mm(g, wcat, out=dx2)
         fin = (ctypes.c_void_p(partials.data_ptr()), row, ctypes.c_void_p(dq.data_ptr()), ctypes.c_void_p(dk.data_ptr()))
         if schedule != "norm":
-            # dW = Gᵀ·X with an fp32 output (never a bf16 one: cuBLAS's choice for some T reduces
-            # in bf16, max|err|/rms 0.1 at T = 16385), rounded once into the three weight grads
-            # by the finish kernel, which also sums the norm-weight partials (beside the side
-            # stream's dX)
+            # dW = Gᵀ·X in fp32 by token pieces (cuBLAS is inaccurate at some K: DW_K_CHUNK),
+            # rounded once into the three weight grads by the finish kernel, which also sums
+            # the norm-weight partials (beside the side stream's dX)
             dw32 = torch.empty((G_COLS, HIDDEN), dtype=torch.float32, device=device)
-            _mm_fp32(g.t(), x, dw32)
+            _dw_fp32(g, x, dw32)
             _check(lib, lib.kidxp_finish(*fin, ctypes.c_void_p(dw32.data_ptr()),
                                          *(ctypes.c_void_p(t.data_ptr()) for t in dw),
                                          ctypes.c_void_p(cur.cuda_stream)), "finish")
@@ -189,11 +188,23 @@ def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str) 
             cur.wait_stream(side)  # temporaries are freed on `cur` only after the side stream's work
 
 
-def _mm_fp32(a, b, out) -> None:
-    """out (fp32) = a·b for bf16 a, b: cuBLAS accumulates and writes fp32 (aten::mm.dtype_out)."""
+# dW's K (tokens) per cuBLAS call. On the H200 (torch 2.11, cuBLAS of CUDA 13.0) one Gᵀ·X call
+# with K = 16385 or 49153 gives max|err|/rms 0.11 / 0.053 against float64 whatever the output
+# type (fp32 or bf16) and torch's reduced-precision-reduction flag; every K ≤ 16384 measured
+# (2048 … 16384, and the pieces 1 … 16000) gives ≤ 7e-5 with an fp32 output (issue 28,
+# lab/qkv_qknorm_backward/LOG.md). So K is cut into pieces of at most 16384, summed in fp32.
+DW_K_CHUNK = 16384
+
+
+def _dw_fp32(g, x, out) -> None:
+    """out (fp32 [1536,640]) = Gᵀ·X: cuBLAS with an fp32 output (aten::mm.dtype_out) over token
+    pieces of at most DW_K_CHUNK, added in order (deterministic)."""
     import torch
 
-    torch.mm(a, b, torch.float32, out=out)
+    t = g.shape[0]
+    torch.mm(g[:DW_K_CHUNK].t(), x[:DW_K_CHUNK], torch.float32, out=out)
+    for lo in range(DW_K_CHUNK, t, DW_K_CHUNK):
+        out.add_(torch.mm(g[lo:lo + DW_K_CHUNK].t(), x[lo:lo + DW_K_CHUNK], torch.float32))
 
 
 def _aligned(inputs: dict[str, Any]) -> dict[str, Any]:
