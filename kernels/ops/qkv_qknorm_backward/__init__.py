@@ -5,6 +5,7 @@ reference.py:  the PyTorch reference and the fp32 correctness oracle
 inputs.py:     seeded random inputs
 checks.py:     the argument checks of every implementation (ValueError naming the tensor)
 compiled.py:   torch.compile of the reference
-ext_streamnorm.py + csrc/: our CUDA implementation (sm_90a), built by nvcc_library.py
+ext_*.py + csrc/: our CUDA implementations, built by nvcc_library.py
+torch_op.py:   the torch extension: torch.ops.kernelindex.qkv_qknorm_backward(_out), every CUDA implementation
 (kernels/README.md maps each implementation to its files)
 """
