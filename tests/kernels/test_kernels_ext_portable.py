@@ -119,3 +119,29 @@ def test_hybrid_entry_dispatches_only_auto_and_declares_both_architectures():
     assert len(set(impl.sources)) == len(impl.sources)
     with pytest.raises(ValueError, match="mode: ext-hybrid has only 'auto'"):
         ext_hybrid.qkv_qknorm_backward(mode="split", **make_inputs(1, 3, seed=0))
+
+
+@pytest.mark.parametrize("tokens,pieces", [(131, [131]), (16384, [16384]), (16385, [16384, 1]),
+                                           (49155, [16384, 16384, 16384, 3])])
+def test_dw_is_summed_over_token_pieces_of_at_most_16384(monkeypatch, tokens, pieces):
+    """One cuBLAS Gᵀ·X with K = 16385 or 49153 is wrong on the H200 whatever its output type
+    (issue 28): dW is made of calls with K ≤ DW_K_CHUNK, in token order, summed in fp32. CPU: a
+    stand-in for the fp32-output mm (aten::mm.dtype has no CPU kernel) records each call's K."""
+    torch = pytest.importorskip("torch")
+    seen = []
+
+    def fp32_mm(a, b, dtype=None, *, out=None):
+        assert dtype == torch.float32
+        seen.append(a.shape[1])
+        r = a.float() @ b.float()
+        return r if out is None else out.copy_(r)
+
+    monkeypatch.setattr(torch, "mm", fp32_mm)
+    gen = torch.Generator().manual_seed(tokens)
+    g = torch.randn(tokens, 24, generator=gen).bfloat16()
+    x = torch.randn(tokens, 8, generator=gen).bfloat16()
+    out = torch.empty(24, 8)
+    ext_portable._dw_fp32(g, x, out)
+    assert seen == pieces and ext_portable.DW_K_CHUNK == 16384
+    ref = g.double().t() @ x.double()
+    assert float((out.double() - ref).abs().max() / ref.pow(2).mean().sqrt()) < 1e-4  # fp32 sums
