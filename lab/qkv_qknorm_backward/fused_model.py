@@ -43,9 +43,14 @@ def per_case(b: int, s: int) -> dict:
     l2_dx = 5 * rows * (1280 * 2 * 2 + 256 * 2) + (rows // 128) * 5 * d.G_COLS * 128 * 2
     l2_dw = 60 * kbw * 128 * 2 * 2 + 60 * kbw * 128 * 2  # A (g + x̂, or V) and B (X) per tile
     return {
-        "B": b, "S": s, "T": t, "gflop": flops / 1e9,
-        "min_MB": d.min_bytes(b, s) / 1e6, "fused_dram_MB": [fused_lo / 1e6, fused_hi / 1e6],
-        "portable_dram_MB": portable / 1e6, "fused_l2_to_sm_MB": (l2_dx + l2_dw) / 1e6,
+        "B": b,
+        "S": s,
+        "T": t,
+        "gflop": flops / 1e9,
+        "min_MB": d.min_bytes(b, s) / 1e6,
+        "fused_dram_MB": [fused_lo / 1e6, fused_hi / 1e6],
+        "portable_dram_MB": portable / 1e6,
+        "fused_l2_to_sm_MB": (l2_dx + l2_dw) / 1e6,
         "sol_us": max(flops / PEAK_FLOPS, d.min_bytes(b, s) / PEAK_BW) * 1e6,
         "tc_us": flops / PEAK_FLOPS * 1e6,
     }
@@ -57,8 +62,10 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     for i, r in enumerate(rows):
         lo, hi = r["fused_dram_MB"]
-        print(f"| {i} | {r['B']}×{r['S']} | {r['T']} | {r['gflop']:.2f} | {r['min_MB']:.1f} | {lo:.1f}–{hi:.1f} | "
-              f"{r['portable_dram_MB']:.1f} | {r['fused_l2_to_sm_MB']:.0f} | {r['sol_us']:.2f} |")
+        print(
+            f"| {i} | {r['B']}×{r['S']} | {r['T']} | {r['gflop']:.2f} | {r['min_MB']:.1f} | {lo:.1f}–{hi:.1f} | "
+            f"{r['portable_dram_MB']:.1f} | {r['fused_l2_to_sm_MB']:.0f} | {r['sol_us']:.2f} |"
+        )
     geo = math.exp(sum(math.log(r["sol_us"]) for r in rows) / len(rows))
     print(f"SOL geomean {geo:.2f} µs")
     if len(sys.argv) > 1:

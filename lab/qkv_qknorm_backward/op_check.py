@@ -35,8 +35,7 @@ def oracle_fp64(inputs: dict):
     from kernels.ops.qkv_qknorm_backward.definition import HIDDEN
     from kernels.ops.qkv_qknorm_backward.reference import _g_matrix
 
-    names = ("grad_query", "grad_key", "grad_value", "q_norm_weight", "k_norm_weight", "q_rstd", "k_rstd",
-             "q_normed", "k_normed")
+    names = ("grad_query", "grad_key", "grad_value", "q_norm_weight", "k_norm_weight", "q_rstd", "k_rstd", "q_normed", "k_normed")
     g, _, _ = _g_matrix(*(inputs[n] for n in names))
     b, s, _ = inputs["hidden_states"].shape
     g = g.double()
@@ -62,9 +61,9 @@ def err_over_rms(outs, ref) -> dict:
 
 
 def check_impl(name: str, shapes, result: dict) -> bool:
+    import oracle  # beside this script
     import torch
 
-    import oracle  # beside this script
     from kernels.harness.correctness import Tolerance
     from kernels.ops.qkv_qknorm_backward import definition as d
     from kernels.ops.qkv_qknorm_backward import torch_op
@@ -90,29 +89,45 @@ def check_impl(name: str, shapes, result: dict) -> bool:
             repeat = [n for n, x, y in zip(d.OUTPUT_NAMES, first, again) if not torch.equal(x, y)]
             between = [n for n, x, y in zip(d.OUTPUT_NAMES, outs, first) if not torch.equal(x, y)]
             ok64 = max(e64.values()) < FP64_LIMIT
-            entry = {"B": b, "S": s, "passed": ok1 and ok2 and ok64, "deterministic": not repeat and not between,
-                     "failures": f1 + f2 + ([] if ok64 else [f"fp64: {e64}"]), "differ_run_to_run": repeat,
-                     "differ_between_entry_points": between, "max_rel_l2": max(rel.values()),
-                     "err_over_rms_fp64": {k: round(v, 5) for k, v in e64.items()}}
+            entry = {
+                "B": b,
+                "S": s,
+                "passed": ok1 and ok2 and ok64,
+                "deterministic": not repeat and not between,
+                "failures": f1 + f2 + ([] if ok64 else [f"fp64: {e64}"]),
+                "differ_run_to_run": repeat,
+                "differ_between_entry_points": between,
+                "max_rel_l2": max(rel.values()),
+                "err_over_rms_fp64": {k: round(v, 5) for k, v in e64.items()},
+            }
         except Exception as exc:  # noqa: BLE001 - reported, the check goes on
-            entry = {"B": b, "S": s, "passed": False, "deterministic": False,
-                     "failures": [f"{type(exc).__name__}: {exc}"], "trace": traceback.format_exc()[-1500:]}
+            entry = {
+                "B": b,
+                "S": s,
+                "passed": False,
+                "deterministic": False,
+                "failures": [f"{type(exc).__name__}: {exc}"],
+                "trace": traceback.format_exc()[-1500:],
+            }
         ok = entry["passed"] and entry["deterministic"]
         ok_all &= ok
         result.setdefault("check", {}).setdefault(name, []).append(entry)
         worst = max(entry.get("err_over_rms_fp64", {"-": float("nan")}).values())
-        print(f"check {name} B={b} S={s} T={b * s}: passed={entry['passed']} det={entry['deterministic']} "
-              f"rel_l2={entry.get('max_rel_l2', float('nan')):.2e} fp64_err/rms={worst:.4f}"
-              + ("" if ok else f" {entry['failures'][:2]} {entry.get('trace', '')[-600:]}"), flush=True)
+        print(
+            f"check {name} B={b} S={s} T={b * s}: passed={entry['passed']} det={entry['deterministic']} "
+            f"rel_l2={entry.get('max_rel_l2', float('nan')):.2e} fp64_err/rms={worst:.4f}"
+            + ("" if ok else f" {entry['failures'][:2]} {entry.get('trace', '')[-600:]}"),
+            flush=True,
+        )
         del inputs
         torch.cuda.empty_cache()
     return ok_all
 
 
 def time_all(names: list[str], samples: int, result: dict) -> None:
+    import limits  # beside this script
     import torch
 
-    import limits  # beside this script
     from kernels.harness import gpus, timing
     from kernels.ops.qkv_qknorm_backward import definition as d
     from kernels.ops.qkv_qknorm_backward import torch_op
@@ -125,14 +140,18 @@ def time_all(names: list[str], samples: int, result: dict) -> None:
     for i, (b, s) in enumerate(d.CASE_SHAPES):
         t = b * s
         row = {"case": i, "B": b, "S": s, "T": t, "sol": gpus.sol_ns(d.flops(b, s), d.min_bytes(b, s), product)}
-        row["cublas_gemms"] = timing.stats(timing.time_graph(limits.two_gemms, limits.gemm_inputs(t), warmups=10,
-                                                             samples=samples, flush=flush))["median"]
+        row["cublas_gemms"] = timing.stats(
+            timing.time_graph(limits.two_gemms, limits.gemm_inputs(t), warmups=10, samples=samples, flush=flush)
+        )["median"]
         inputs = make_inputs(b, s, seed=4000 + i, device="cuda")
         for n, fn in fns.items():
             row[n] = timing.stats(timing.time_graph(fn, inputs, warmups=10, samples=samples, flush=flush))["median"]
         rows.append(row)
-        print(f"time case {i:2d} T={t:5d}: cuBLAS GEMMs {row['cublas_gemms'] / 1e3:6.2f}  "
-              + "  ".join(f"{n} {row[n] / 1e3:6.2f}" for n in fns), flush=True)
+        print(
+            f"time case {i:2d} T={t:5d}: cuBLAS GEMMs {row['cublas_gemms'] / 1e3:6.2f}  "
+            + "  ".join(f"{n} {row[n] / 1e3:6.2f}" for n in fns),
+            flush=True,
+        )
     cols = ["sol", "cublas_gemms", *fns]
     geo = {k: round(math.exp(sum(math.log(r[k]) for r in rows) / len(rows)) / 1e3, 3) for k in cols}
     at8192 = {k: round(min(r[k] for r in rows if r["T"] == 8192) / 1e3, 2) for k in cols}
@@ -149,9 +168,9 @@ def main() -> int:
     out_path, argv = sys.argv[1], sys.argv[2:]
     names = _arg(argv, "--impls", "ext-portable").split(",")
     samples = int(_arg(argv, "--samples", "30"))
+    import oracle
     import torch
 
-    import oracle
     from kernels.ops.qkv_qknorm_backward import definition as d
 
     torch.backends.cuda.matmul.allow_tf32 = False

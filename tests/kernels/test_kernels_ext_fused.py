@@ -20,14 +20,13 @@ def library(tmp_path_factory):
     return build_in(ext_fused.LIBRARY, tmp_path_factory.mktemp("kbuild"))
 
 
-@pytest.mark.parametrize("batch,seq,cluster,sw,sx", [(1, 131, 4, 1, 4), (1, 1024, 1, 1, 1), (1, 8192, 2, 2, 1),
-                                                     (16, 541, 2, 2, 1)])
+@pytest.mark.parametrize("batch,seq,cluster,sw,sx", [(1, 131, 4, 1, 4), (1, 1024, 1, 1, 1), (1, 8192, 2, 2, 1), (16, 541, 2, 2, 1)])
 def test_planner_tiles_per_batch(library, batch, seq, cluster, sw, sx):
     p = ext_fused.plan_with(library, batch, seq, 132, ext_fused.AUTO)
     assert (p["cluster"], p["sw"], p["sx"]) == (cluster, sw, sx)
     assert p["nwt"] == 12 * 5
     assert p["nxt"] == batch * -(-seq // 128) * 5  # 128-row dX tiles never cross a batch
-    assert p["kbw"] == batch * -(-seq // 64)        # 64-token dW k-blocks neither
+    assert p["kbw"] == batch * -(-seq // 64)  # 64-token dW k-blocks neither
     assert p["grid"] == (p["ncw"] + p["ncx"]) * p["cluster"]
     rows = 5 * batch * seq
     assert p["stats_blocks"] * 8 * p["stats_per_warp"] >= rows > (p["stats_blocks"] - 1) * 8 * p["stats_per_warp"]

@@ -57,8 +57,12 @@ def test_norm_kernel_uses_no_hopper_only_instructions(tmp_path):
         pytest.skip("nvcc is not installed")
     ptx = tmp_path / "portable.ptx"
     source = ext_portable.LIBRARY.sources[0]
-    out = subprocess.run([compiler, "-std=c++17", "-O3", "-arch=compute_100a", "-ptx", f"-I{source.parent}",
-                          str(source), "-o", str(ptx)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [compiler, "-std=c++17", "-O3", "-arch=compute_100a", "-ptx", f"-I{source.parent}", str(source), "-o", str(ptx)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     text = ptx.read_text()
     assert ".entry" in text and "cp.async.cg.shared.global" in text
@@ -121,8 +125,7 @@ def test_hybrid_entry_dispatches_only_auto_and_declares_both_architectures():
         ext_hybrid.qkv_qknorm_backward(mode="split", **make_inputs(1, 3, seed=0))
 
 
-@pytest.mark.parametrize("tokens,pieces", [(131, [131]), (16384, [16384]), (16385, [16384, 1]),
-                                           (49155, [16384, 16384, 16384, 3])])
+@pytest.mark.parametrize("tokens,pieces", [(131, [131]), (16384, [16384]), (16385, [16384, 1]), (49155, [16384, 16384, 16384, 3])])
 def test_dw_is_summed_over_token_pieces_of_at_most_16384(monkeypatch, tokens, pieces):
     """One cuBLAS Gᵀ·X with K = 16385 or 49153 is wrong on the H200 whatever its output type
     (issue 28): dW is made of calls with K ≤ DW_K_CHUNK, in token order, summed in fp32. CPU: a

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed")
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0),
-                                reason="needs an sm_90 GPU (H100/H200)")
+pytestmark = pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0), reason="needs an sm_90 GPU (H100/H200)"
+)
 
 from kernels.ops.qkv_qknorm_backward import torch_op  # noqa: E402
 from kernels.ops.qkv_qknorm_backward.definition import INPUT_NAMES, OUTPUT_NAMES  # noqa: E402
@@ -21,16 +22,20 @@ LIMIT = 0.05  # max|err|/rms(ref); bf16 outputs land at 0.01–0.03
 
 
 def _fp64(inputs):
-    names = ("grad_query", "grad_key", "grad_value", "q_norm_weight", "k_norm_weight", "q_rstd", "k_rstd",
-             "q_normed", "k_normed")
+    names = ("grad_query", "grad_key", "grad_value", "q_norm_weight", "k_norm_weight", "q_rstd", "k_rstd", "q_normed", "k_normed")
     g, _, _ = _g_matrix(*(inputs[n] for n in names))
     b, s, h = inputs["hidden_states"].shape
     g = g.double()
     w = torch.cat([inputs["q_weight"], inputs["k_weight"], inputs["v_weight"]]).double()
     dw = g.t() @ inputs["hidden_states"].reshape(b * s, h).double()
-    return ((g @ w).reshape(b, s, h), dw[:1024], dw[1024:1280], dw[1280:],
-            (inputs["grad_query"].double() * inputs["q_normed"].double()).sum(dim=(0, 1, 2)),
-            (inputs["grad_key"].double() * inputs["k_normed"].double()).sum(dim=(0, 1, 2)))
+    return (
+        (g @ w).reshape(b, s, h),
+        dw[:1024],
+        dw[1024:1280],
+        dw[1280:],
+        (inputs["grad_query"].double() * inputs["q_normed"].double()).sum(dim=(0, 1, 2)),
+        (inputs["grad_key"].double() * inputs["k_normed"].double()).sum(dim=(0, 1, 2)),
+    )
 
 
 @pytest.mark.parametrize("impl", IMPLS)

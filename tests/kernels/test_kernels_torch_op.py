@@ -97,8 +97,7 @@ def test_opcheck_on_the_cpu_reference():
     inputs = make_inputs(1, 5, seed=8)
     torch.library.opcheck(torch.ops.kernelindex.qkv_qknorm_backward.default, ("reference", "auto", *_args(inputs)))
     outs = allocate_outputs(1, 5, "cpu", fill=0.0)
-    torch.library.opcheck(torch.ops.kernelindex.qkv_qknorm_backward_out.default,
-                          ("reference", "auto", *outs, *_args(inputs)))
+    torch.library.opcheck(torch.ops.kernelindex.qkv_qknorm_backward_out.default, ("reference", "auto", *outs, *_args(inputs)))
 
 
 def test_a_cuda_implementation_on_cpu_tensors_names_the_tensor():
@@ -120,7 +119,6 @@ def test_the_harness_calls_cuda_implementations_through_the_op(monkeypatch):
         seen.append((mode, sorted(inputs)))
         for o in outputs:
             o.fill_(1)
-
 
     monkeypatch.setitem(torch_op._resolved, "ext-hybrid", (stub, None))
     inputs = make_inputs(1, 4, seed=10)
@@ -147,3 +145,11 @@ def test_the_ops_table_is_the_registrys():
     registered = {n: i.out_entry_point for n, i in IMPLEMENTATIONS.items() if i.language == "cuda"}
     assert registered == torch_op.OUT_ENTRY_POINTS
     assert IMPLEMENTATIONS["reference"].entry_point == torch_op.REFERENCE
+
+
+def test_an_unknown_implementation_fails_while_tracing():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    inputs = make_inputs(1, 3, seed=11)
+    with FakeTensorMode() as mode, pytest.raises(ValueError, match="unknown implementation 'ext-nope'"):
+        torch.ops.kernelindex.qkv_qknorm_backward("ext-nope", "auto", *(mode.from_tensor(t) for t in _args(inputs)))

@@ -92,13 +92,42 @@ def _run_into(impl: str, mode: str, outputs: Sequence[Tensor], inputs: dict[str,
 
 @torch.library.custom_op(OP, mutates_args=())
 def qkv_qknorm_backward(
-    impl: str, impl_mode: str,
-    grad_query: Tensor, grad_key: Tensor, grad_value: Tensor, hidden_states: Tensor,
-    q_weight: Tensor, k_weight: Tensor, v_weight: Tensor, q_norm_weight: Tensor, k_norm_weight: Tensor,
-    q_rstd: Tensor, k_rstd: Tensor, q_normed: Tensor, k_normed: Tensor,
+    impl: str,
+    impl_mode: str,
+    grad_query: Tensor,
+    grad_key: Tensor,
+    grad_value: Tensor,
+    hidden_states: Tensor,
+    q_weight: Tensor,
+    k_weight: Tensor,
+    v_weight: Tensor,
+    q_norm_weight: Tensor,
+    k_norm_weight: Tensor,
+    q_rstd: Tensor,
+    k_rstd: Tensor,
+    q_normed: Tensor,
+    k_normed: Tensor,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
-    inputs = dict(zip(INPUT_NAMES, (grad_query, grad_key, grad_value, hidden_states, q_weight, k_weight,
-                                    v_weight, q_norm_weight, k_norm_weight, q_rstd, k_rstd, q_normed, k_normed)))
+    inputs = dict(
+        zip(
+            INPUT_NAMES,
+            (
+                grad_query,
+                grad_key,
+                grad_value,
+                hidden_states,
+                q_weight,
+                k_weight,
+                v_weight,
+                q_norm_weight,
+                k_norm_weight,
+                q_rstd,
+                k_rstd,
+                q_normed,
+                k_normed,
+            ),
+        )
+    )
     outputs = _new_outputs(hidden_states)
     _run_into(impl, impl_mode, outputs, inputs)
     return outputs
@@ -106,37 +135,91 @@ def qkv_qknorm_backward(
 
 @qkv_qknorm_backward.register_fake
 def _qkv_qknorm_backward_fake(
-    impl, impl_mode, grad_query, grad_key, grad_value, hidden_states, q_weight, k_weight, v_weight,
-    q_norm_weight, k_norm_weight, q_rstd, k_rstd, q_normed, k_normed,
+    impl,
+    impl_mode,
+    grad_query,
+    grad_key,
+    grad_value,
+    hidden_states,
+    q_weight,
+    k_weight,
+    v_weight,
+    q_norm_weight,
+    k_norm_weight,
+    q_rstd,
+    k_rstd,
+    q_normed,
+    k_normed,
 ):
-    torch._check(hidden_states.dim() == 3 and hidden_states.shape[2] == HIDDEN,
-                 lambda: f"hidden_states: expected [B, S, {HIDDEN}], got {list(hidden_states.shape)}")
+    _check_impl(impl)
+    torch._check(
+        hidden_states.dim() == 3 and hidden_states.shape[2] == HIDDEN,
+        lambda: f"hidden_states: expected [B, S, {HIDDEN}], got {list(hidden_states.shape)}",
+    )
     return _new_outputs(hidden_states)
 
 
-_OUT_NAMES = ("grad_hidden_states", "grad_q_weight", "grad_k_weight", "grad_v_weight",
-              "grad_q_norm_weight", "grad_k_norm_weight")
+_OUT_NAMES = ("grad_hidden_states", "grad_q_weight", "grad_k_weight", "grad_v_weight", "grad_q_norm_weight", "grad_k_norm_weight")
 
 
 @torch.library.custom_op(OP_OUT, mutates_args=_OUT_NAMES)
 def qkv_qknorm_backward_out(
-    impl: str, impl_mode: str,
-    grad_hidden_states: Tensor, grad_q_weight: Tensor, grad_k_weight: Tensor, grad_v_weight: Tensor,
-    grad_q_norm_weight: Tensor, grad_k_norm_weight: Tensor,
-    grad_query: Tensor, grad_key: Tensor, grad_value: Tensor, hidden_states: Tensor,
-    q_weight: Tensor, k_weight: Tensor, v_weight: Tensor, q_norm_weight: Tensor, k_norm_weight: Tensor,
-    q_rstd: Tensor, k_rstd: Tensor, q_normed: Tensor, k_normed: Tensor,
+    impl: str,
+    impl_mode: str,
+    grad_hidden_states: Tensor,
+    grad_q_weight: Tensor,
+    grad_k_weight: Tensor,
+    grad_v_weight: Tensor,
+    grad_q_norm_weight: Tensor,
+    grad_k_norm_weight: Tensor,
+    grad_query: Tensor,
+    grad_key: Tensor,
+    grad_value: Tensor,
+    hidden_states: Tensor,
+    q_weight: Tensor,
+    k_weight: Tensor,
+    v_weight: Tensor,
+    q_norm_weight: Tensor,
+    k_norm_weight: Tensor,
+    q_rstd: Tensor,
+    k_rstd: Tensor,
+    q_normed: Tensor,
+    k_normed: Tensor,
 ) -> None:
-    inputs = dict(zip(INPUT_NAMES, (grad_query, grad_key, grad_value, hidden_states, q_weight, k_weight,
-                                    v_weight, q_norm_weight, k_norm_weight, q_rstd, k_rstd, q_normed, k_normed)))
-    outputs = (grad_hidden_states, grad_q_weight, grad_k_weight, grad_v_weight, grad_q_norm_weight,
-               grad_k_norm_weight)
+    inputs = dict(
+        zip(
+            INPUT_NAMES,
+            (
+                grad_query,
+                grad_key,
+                grad_value,
+                hidden_states,
+                q_weight,
+                k_weight,
+                v_weight,
+                q_norm_weight,
+                k_norm_weight,
+                q_rstd,
+                k_rstd,
+                q_normed,
+                k_normed,
+            ),
+        )
+    )
+    outputs = (grad_hidden_states, grad_q_weight, grad_k_weight, grad_v_weight, grad_q_norm_weight, grad_k_norm_weight)
     _run_into(impl, impl_mode, outputs, inputs)
 
 
 @qkv_qknorm_backward_out.register_fake
 def _qkv_qknorm_backward_out_fake(impl, impl_mode, *tensors) -> None:
+    _check_impl(impl)
     return None
+
+
+def _check_impl(impl: str) -> None:
+    """An unknown implementation fails while tracing too, not only when the graph runs."""
+    if impl != "reference" and impl not in OUT_ENTRY_POINTS:
+        raise ValueError(f"impl: unknown implementation {impl!r}; the op runs {sorted([*OUT_ENTRY_POINTS, 'reference'])}")
 
 
 def call(impl: str, mode: str = "auto"):
