@@ -11,9 +11,10 @@ Only code registered here is ever executed; nothing that comes from the API is.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kernels.source_commit import source_commit
 from registry.code import REPOSITORY, code_digest
@@ -25,12 +26,12 @@ OP_DIR = "kernels/ops/qkv_qknorm_backward"
 
 @dataclass(frozen=True)
 class Implementation:
-    name: str                      # registry key: "reference", "compile", "ext", ...
-    operation: str                 # operation key: "051"
+    name: str  # registry key: "reference", "compile", "ext", ...
+    operation: str  # operation key: "051"
     title: str
     language: str
-    entry_point: str               # "module:function"
-    sources: tuple[str, ...]       # repository-relative paths the digest covers
+    entry_point: str  # "module:function"
+    sources: tuple[str, ...]  # repository-relative paths the digest covers
     devices: tuple[str, ...]
     architectures: tuple[str, ...]  # registry/architectures.py: "sm_90", "sm_100", "sm_*", "*"
     variant: dict[str, Any] = field(default_factory=dict)  # e.g. wrapper or mode; in the digest
@@ -108,10 +109,12 @@ def _resolve(entry_point: str) -> Callable:
 
 # Code digests of current revisions published before manifests named a commit: their manifests
 # stay byte for byte what was published (so are their digests, which runs and jobs reference).
-PUBLISHED_WITHOUT_COMMIT = frozenset({
-    "sha256:5fdf6b1b791fc9276300c6b4fe6f53254c46098098094c2e1376dea4f2f29d54",  # reference
-    "sha256:a3531c71d52753b0acd4166bf404cf0ff8a1f975dc3609e4c0f700839d92e448",  # compile
-})
+PUBLISHED_WITHOUT_COMMIT = frozenset(
+    {
+        "sha256:5fdf6b1b791fc9276300c6b4fe6f53254c46098098094c2e1376dea4f2f29d54",  # reference
+        "sha256:a3531c71d52753b0acd4166bf404cf0ff8a1f975dc3609e4c0f700839d92e448",  # compile
+    }
+)
 
 _REF_SOURCES = (f"{OP_DIR}/definition.py", f"{OP_DIR}/reference.py")
 _CSRC = f"{OP_DIR}/csrc"
@@ -121,11 +124,22 @@ _EXT_STREAMNORM_SOURCES = (
     f"{OP_DIR}/checks.py",
     f"{OP_DIR}/nvcc_library.py",
     f"{OP_DIR}/ext_streamnorm.py",
-    *(f"{_CSRC}/{name}" for name in (
-        "ext_streamnorm.cu", "stream_norm_sm90.cu", "stream_norm.h", "cluster_gemm_sm90.cu", "cluster_gemm.h",
-        "common/ptx.cuh", "common/sm90.cuh", "common/tensor_map.cuh", "common/pipeline.cuh",
-        "common/epilogue.cuh", "common/launch.cuh",
-    )),
+    *(
+        f"{_CSRC}/{name}"
+        for name in (
+            "ext_streamnorm.cu",
+            "stream_norm_sm90.cu",
+            "stream_norm.h",
+            "cluster_gemm_sm90.cu",
+            "cluster_gemm.h",
+            "common/ptx.cuh",
+            "common/sm90.cuh",
+            "common/tensor_map.cuh",
+            "common/pipeline.cuh",
+            "common/epilogue.cuh",
+            "common/launch.cuh",
+        )
+    ),
 )
 
 # ext-portable: its norm kernel (any-GPU headers only) and the Python that calls cuBLAS through torch.
@@ -138,12 +152,12 @@ _EXT_PORTABLE_SOURCES = (
 )
 _PORTABLE_ARCHITECTURES = ("sm_90", "sm_100", "sm_120")  # ext_portable.ARCHITECTURES (a test checks)
 # ext-hybrid dispatches per token count between ext-streamnorm and ext-portable (both unchanged).
-_EXT_HYBRID_SOURCES = (*_EXT_STREAMNORM_SOURCES, f"{OP_DIR}/ext_portable.py", f"{_CSRC}/portable_norm.cu",
-                       f"{OP_DIR}/ext_hybrid.py")
+_EXT_HYBRID_SOURCES = (*_EXT_STREAMNORM_SOURCES, f"{OP_DIR}/ext_portable.py", f"{_CSRC}/portable_norm.cu", f"{OP_DIR}/ext_hybrid.py")
 
 
-def _own_module(name: str, module: str, sources: tuple[str, ...], title: str, description: str,
-                architectures: tuple[str, ...] = ("sm_90",)) -> Implementation:
+def _own_module(
+    name: str, module: str, sources: tuple[str, ...], title: str, description: str, architectures: tuple[str, ...] = ("sm_90",)
+) -> Implementation:
     """A CUDA implementation with its own module of the operation (entry points
     qkv_qknorm_backward and qkv_qknorm_backward_out), registered in its "auto" mode."""
     return Implementation(
@@ -186,7 +200,9 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         description="torch.compile(reference), default mode (Inductor).",
     ),
     "ext-streamnorm": _own_module(
-        "ext-streamnorm", "ext_streamnorm", _EXT_STREAMNORM_SOURCES,
+        "ext-streamnorm",
+        "ext_streamnorm",
+        _EXT_STREAMNORM_SOURCES,
         "KernelIndex CUDA, streaming norm kernel + cluster split-K wgmma GEMM",
         "A Q/K RMSNorm backward reading rows in memory order through a per-warp cp.async ring "
         "(two rows per step, two steps in flight, no division per row, one row loop for Q and K), "
@@ -195,7 +211,9 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         "a fixed order; PDL-chained.",
     ),
     "ext-portable": _own_module(
-        "ext-portable", "ext_portable", _EXT_PORTABLE_SOURCES,
+        "ext-portable",
+        "ext_portable",
+        _EXT_PORTABLE_SOURCES,
         "KernelIndex CUDA, portable norm kernel + cuBLAS GEMMs (Hopper and Blackwell)",
         "Q/K RMSNorm backward in a CUDA kernel with no Hopper-only instructions (a cp.async ring per "
         "warp, one token = six rows per slot) writing G=[GQ|GK|GV]; dX=G·[Wq;Wk;Wv] and dW=Gᵀ·X by "
@@ -204,7 +222,9 @@ IMPLEMENTATIONS: dict[str, Implementation] = {
         architectures=_PORTABLE_ARCHITECTURES,
     ),
     "ext-hybrid": _own_module(
-        "ext-hybrid", "ext_hybrid", _EXT_HYBRID_SOURCES,
+        "ext-hybrid",
+        "ext_hybrid",
+        _EXT_HYBRID_SOURCES,
         "KernelIndex CUDA, per token count: ext-streamnorm (sm_90, small T) or ext-portable",
         "The fastest measured path per token count: on sm_90 ext-streamnorm (norm kernel + cluster "
         "split-K wgmma GEMM) below 3,000 tokens and ext-portable (norm kernel + cuBLAS GEMMs on two "

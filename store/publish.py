@@ -305,7 +305,5 @@ async def _refresh_replication(db: AsyncDatabase, verified: list[_Prepared], ses
         runners: set[str] = set()
         async for doc in db.runs.find(query, {"verifiedBy": 1}, session=session):
             runners.update(doc.get("verifiedBy", []))
-        level = derive_evidence_level(
-            implementation=p.bundle.implementation.spec, verifying_runners=runners
-        ).value
+        level = derive_evidence_level(implementation=p.bundle.implementation.spec, verifying_runners=runners).value
         await db.runs.update_many({**query, "verifiedBy": {"$ne": []}}, {"$set": {"evidenceLevel": level}}, session=session)

@@ -57,8 +57,12 @@ def test_norm_kernel_uses_no_hopper_only_instructions(tmp_path):
         pytest.skip("nvcc is not installed")
     ptx = tmp_path / "portable.ptx"
     source = ext_portable.LIBRARY.sources[0]
-    out = subprocess.run([compiler, "-std=c++17", "-O3", "-arch=compute_100a", "-ptx", f"-I{source.parent}",
-                          str(source), "-o", str(ptx)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [compiler, "-std=c++17", "-O3", "-arch=compute_100a", "-ptx", f"-I{source.parent}", str(source), "-o", str(ptx)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     text = ptx.read_text()
     assert ".entry" in text and "cp.async.cg.shared.global" in text

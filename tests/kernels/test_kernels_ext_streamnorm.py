@@ -38,10 +38,19 @@ def library(tmp_path_factory):
     return build_in(ext_streamnorm.LIBRARY, tmp_path_factory.mktemp("kbuild"))
 
 
-@pytest.mark.parametrize("tokens, bm, cluster, sw, sx", [
-    (1, 128, 4, 1, 4), (384, 128, 4, 1, 4), (700, 128, 2, 1, 2), (997, 128, 1, 1, 1),
-    (2048, 256, 4, 2, 1), (4096, 128, 1, 1, 1), (8192, 256, 4, 2, 1), (100_003, 256, 4, 2, 1),
-])
+@pytest.mark.parametrize(
+    "tokens, bm, cluster, sw, sx",
+    [
+        (1, 128, 4, 1, 4),
+        (384, 128, 4, 1, 4),
+        (700, 128, 2, 1, 2),
+        (997, 128, 1, 1, 1),
+        (2048, 256, 4, 2, 1),
+        (4096, 128, 1, 1, 1),
+        (8192, 256, 4, 2, 1),
+        (100_003, 256, 4, 2, 1),
+    ],
+)
 def test_planner_follows_the_table_and_sizes_the_norm_grid(library, tokens, bm, cluster, sw, sx):
     p = ext_streamnorm.plan_with(library, tokens, SMS, ext_streamnorm.AUTO)
     assert (p["bm"], p["cluster"], p["sw"], p["sx"]) == (bm, cluster, sw, sx)

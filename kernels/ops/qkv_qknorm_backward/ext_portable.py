@@ -42,16 +42,28 @@ FLAGS = ("-std=c++17", "-O3", *ARCH_FLAGS, "-lineinfo", "-Xcompiler", "-fPIC", "
 
 def declare(lib) -> None:
     lib.kidxp_norm_shape.argtypes = [ctypes.c_longlong, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
-    lib.kidxp_norm.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                               ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    lib.kidxp_norm.argtypes = [
+        ctypes.POINTER(ctypes.c_ulonglong),
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_void_p,
+    ]
     lib.kidxp_finalize.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     lib.kidxp_error.argtypes = [ctypes.c_int]
     lib.kidxp_error.restype = ctypes.c_char_p
 
 
-LIBRARY = NvccLibrary("kidx_portable", CSRC / "portable_norm.cu",
-                      (CSRC / "common/ptx.cuh", CSRC / "common/launch.cuh"), FLAGS,
-                      architectures=ARCHITECTURES, declare=declare)
+LIBRARY = NvccLibrary(
+    "kidx_portable",
+    CSRC / "portable_norm.cu",
+    (CSRC / "common/ptx.cuh", CSRC / "common/launch.cuh"),
+    FLAGS,
+    architectures=ARCHITECTURES,
+    declare=declare,
+)
 MAX_TOKENS = (1 << 28) - 1
 # token count below which -> schedule, and the norm's block shape (from the H200 measurements in
 # kernels/BENCHMARKS.md: two streams everywhere; chunks never paid)
@@ -73,8 +85,7 @@ def parse_mode(mode: str, tokens: int) -> tuple[str, int, int]:
     """mode -> (schedule, chunks, norm block config); "auto" resolves through AUTO_PLAN."""
     match = re.fullmatch(r"(auto|serial|split|dbg-norm|chunk([1-9][0-9]?))(?:-c([0-9]))?", mode)
     if not match or (match.group(3) and int(match.group(3)) >= CONFIGS):
-        raise ValueError(f"mode: expected auto, serial, split, chunk<N> or dbg-norm, optionally "
-                         f"-c0..-c{CONFIGS - 1}, got {mode!r}")
+        raise ValueError(f"mode: expected auto, serial, split, chunk<N> or dbg-norm, optionally -c0..-c{CONFIGS - 1}, got {mode!r}")
     name, config = match.group(1), int(match.group(3) or AUTO_CONFIG)
     if name == "auto":
         name = next(m for limit, m in AUTO_PLAN if tokens < limit)
@@ -152,8 +163,10 @@ def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str) 
                 torch.cat(weights, out=wcat)
         elif schedule == "serial":
             torch.cat(weights, out=wcat)
-        ptrs = [ins[n].data_ptr() for n in ("grad_query", "grad_key", "grad_value", "q_normed", "k_normed",
-                                            "q_rstd", "k_rstd", "q_norm_weight", "k_norm_weight")]
+        ptrs = [
+            ins[n].data_ptr()
+            for n in ("grad_query", "grad_key", "grad_value", "q_normed", "k_normed", "q_rstd", "k_rstd", "q_norm_weight", "k_norm_weight")
+        ]
         row = 0
         for (lo, hi), (_, nb, used) in zip(bounds, shapes):
             arr = (ctypes.c_ulonglong * 11)(*ptrs, g.data_ptr(), partials[row].data_ptr())
@@ -172,8 +185,17 @@ def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str) 
         if schedule != "norm":
             _dw(g, x, dw)
         # the norm-weight grads last: small, and beside the side stream's last GEMM
-        _check(lib, lib.kidxp_finalize(ctypes.c_void_p(partials.data_ptr()), row, ctypes.c_void_p(dq.data_ptr()),
-                                       ctypes.c_void_p(dk.data_ptr()), ctypes.c_void_p(cur.cuda_stream)), "finalize")
+        _check(
+            lib,
+            lib.kidxp_finalize(
+                ctypes.c_void_p(partials.data_ptr()),
+                row,
+                ctypes.c_void_p(dq.data_ptr()),
+                ctypes.c_void_p(dk.data_ptr()),
+                ctypes.c_void_p(cur.cuda_stream),
+            ),
+            "finalize",
+        )
         if two_streams:
             cur.wait_stream(side)  # temporaries are freed on `cur` only after the side stream's work
 
@@ -211,7 +233,7 @@ def qkv_qknorm_backward(*, mode: str = "auto", **inputs):
     dq = torch.empty(256, dtype=torch.float32, device=hs.device)
     dk = torch.empty(256, dtype=torch.float32, device=hs.device)
     _run(_aligned(inputs), dx, (dw,), dq, dk, b, s, mode)
-    return dx, dw[:Q_SIZE], dw[Q_SIZE:Q_SIZE + KV_SIZE], dw[Q_SIZE + KV_SIZE:], dq, dk
+    return dx, dw[:Q_SIZE], dw[Q_SIZE : Q_SIZE + KV_SIZE], dw[Q_SIZE + KV_SIZE :], dq, dk
 
 
 def qkv_qknorm_backward_out(outputs, *, mode: str = "auto", **inputs) -> None:

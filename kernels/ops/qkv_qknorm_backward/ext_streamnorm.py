@@ -37,8 +37,13 @@ _FORCED = re.compile(r"bm(128|256)-c([1248])-w([1248])-x([1248])(-xf)?")
 
 
 def declare(lib) -> None:
-    lib.kidxs_plan.argtypes = [ctypes.c_longlong, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
-                               ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
+    lib.kidxs_plan.argtypes = [
+        ctypes.c_longlong,
+        ctypes.c_int,
+        ctypes.POINTER(ctypes.c_int),
+        ctypes.POINTER(ctypes.c_longlong),
+        ctypes.c_int,
+    ]
     lib.kidxs_plan.restype = ctypes.c_int
     lib.kidxs_launch.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int, ctypes.c_void_p]
     lib.kidxs_launch.restype = ctypes.c_int
@@ -49,9 +54,19 @@ def declare(lib) -> None:
 LIBRARY = NvccLibrary(
     "kidx_streamnorm",
     (CSRC / "stream_norm_sm90.cu", CSRC / "cluster_gemm_sm90.cu", CSRC / "ext_streamnorm.cu"),
-    tuple(CSRC / h for h in ("stream_norm.h", "cluster_gemm.h", "common/ptx.cuh", "common/sm90.cuh",
-                             "common/tensor_map.cuh", "common/pipeline.cuh", "common/epilogue.cuh",
-                             "common/launch.cuh")),
+    tuple(
+        CSRC / h
+        for h in (
+            "stream_norm.h",
+            "cluster_gemm.h",
+            "common/ptx.cuh",
+            "common/sm90.cuh",
+            "common/tensor_map.cuh",
+            "common/pipeline.cuh",
+            "common/epilogue.cuh",
+            "common/launch.cuh",
+        )
+    ),
     architectures=("sm_90",),
     declare=declare,
 )
@@ -75,8 +90,10 @@ def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
         return AUTO, DEBUG_MODES[mode]
     m = _FORCED.fullmatch(mode)
     if m is None:
-        raise ValueError(f"mode: expected 'auto', 'nopdl', 'dbg-gemm', 'dbg-norm' or "
-                         f"'bm<128|256>-c<C>-w<sw>-x<sx>[-xf]' (C, sw, sx in 1, 2, 4, 8), got {mode!r}")
+        raise ValueError(
+            f"mode: expected 'auto', 'nopdl', 'dbg-gemm', 'dbg-norm' or "
+            f"'bm<128|256>-c<C>-w<sw>-x<sx>[-xf]' (C, sw, sx in 1, 2, 4, 8), got {mode!r}"
+        )
     bm, cl, sw, sx = (int(g) for g in m.groups()[:4])
     if sw > cl or sx > cl:
         raise ValueError(f"mode: the CTAs per tile (w{sw}, x{sx}) cannot exceed the cluster size c{cl}")
@@ -142,9 +159,14 @@ def _new_outputs(hs) -> tuple:
     import torch
 
     dw = torch.empty((1536, 640), dtype=hs.dtype, device=hs.device)
-    return (torch.empty_like(hs), dw[:1024], dw[1024:1280], dw[1280:],
-            torch.empty(256, dtype=torch.float32, device=hs.device),
-            torch.empty(256, dtype=torch.float32, device=hs.device))
+    return (
+        torch.empty_like(hs),
+        dw[:1024],
+        dw[1024:1280],
+        dw[1280:],
+        torch.empty(256, dtype=torch.float32, device=hs.device),
+        torch.empty(256, dtype=torch.float32, device=hs.device),
+    )
 
 
 def qkv_qknorm_backward(*, mode: str = "auto", **inputs):
