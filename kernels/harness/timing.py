@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 GRAPH_TIMER = "cuda_graph_replay_events"
-EAGER_TIMER = "cuda_eager_events"
 CPU_TIMER = "wall_clock_perf_counter"
 
 

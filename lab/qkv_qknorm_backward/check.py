@@ -95,7 +95,9 @@ def main() -> int:
     from kernels.ops.qkv_qknorm_backward import definition as d
 
     module = argv[argv.index("--module") + 1] if "--module" in argv else "ext_streamnorm"
-    e = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{module}")
+    from debug import streamnorm  # beside this script: ext_streamnorm with its debug modes and timeline()
+
+    e = streamnorm if module == "ext_streamnorm" else importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{module}")
     from kernels.ops.qkv_qknorm_backward.inputs import allocate_outputs, make_inputs
     from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
 

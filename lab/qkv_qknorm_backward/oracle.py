@@ -99,7 +99,11 @@ def time_cases(impl: Any, modes: list[str], samples: int, flush: Any, result: di
         row = {}
         for m in modes:
             mod, _, mode = m.rpartition(":")
-            fn = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{mod}") if mod else impl
+            fn = impl
+            if mod == "ext_streamnorm":
+                from debug import streamnorm as fn  # beside this script: with its debug modes
+            elif mod:
+                fn = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{mod}")
             ns = timing.time_graph(functools.partial(fn.qkv_qknorm_backward, mode=mode), inputs, warmups=5, samples=samples, flush=flush)
             row[m] = timing.stats(ns)
         result["timing"][str(i)] = {"T": b * s, **row}

@@ -6,14 +6,13 @@ replay (torch.profiler, per stream) at chosen token counts.
 
   python lab/qkv_qknorm_backward/portable_check.py OUT.json [--samples 30] [--modes serial,split,chunk2,chunk4]
         [--others ext-streamnorm,ext-hybrid] [--timeline 8192:chunk2,1024:split] [--no-check] [--blas cublaslt]
-(modes "dbg-…" are timed, not checked: their GEMM outputs are wrong by design)
+(a mode "dbg-norm[-cN]" is the norm kernel alone, debug.py's: timed, not checked, its GEMM outputs are wrong)
 
 Prints a table last; everything goes to OUT.json.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
 import json
 import math
@@ -85,13 +84,14 @@ def _check_all(impl, modes: list[str], result: dict) -> bool:
 def _timeline(impl, tokens: int, mode: str) -> list[dict]:
     """Kernels of one graph replay (L2 flushed before it), start/end in µs from the first."""
     import torch
+    from debug import portable_call  # beside this script
     from torch.profiler import ProfilerActivity, profile
 
     from kernels.harness import timing
     from kernels.ops.qkv_qknorm_backward.inputs import make_inputs
 
     inputs = make_inputs(1, tokens, seed=5, device="cuda")
-    fn = functools.partial(impl.qkv_qknorm_backward, mode=mode)
+    fn = portable_call(mode)
     fn(**inputs)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -124,7 +124,8 @@ def main() -> int:
     others = [o for o in _arg(argv, "--others", "ext-streamnorm").split(",") if o]
     timelines = [t.split(":") for t in _arg(argv, "--timeline", "").split(",") if t]
     import torch
-    from limits import gemm_inputs, two_gemms  # beside this script
+    from debug import portable_call  # beside this script
+    from limits import gemm_inputs, two_gemms
 
     from kernels.harness import timing
     from kernels.implementations import get
@@ -170,7 +171,7 @@ def main() -> int:
         row["cublas_gemms"] = timing.stats(timing.time_graph(two_gemms, gemm_in, warmups=10, samples=samples, flush=flush))["median"]
         inputs = make_inputs(b, s, seed=4000 + i, device="cuda")
         for m in modes + ["auto"]:
-            fn = functools.partial(impl.qkv_qknorm_backward, mode=m)
+            fn = portable_call(m)
             row[f"portable:{m}"] = timing.stats(timing.time_graph(fn, inputs, warmups=10, samples=samples, flush=flush))["median"]
         for name, fn in entry.items():
             row[name] = timing.stats(timing.time_graph(fn, inputs, warmups=10, samples=samples, flush=flush))["median"]

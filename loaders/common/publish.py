@@ -18,8 +18,9 @@ from typing import Any
 from loaders.common.http import Response
 from loaders.common.report import ImportReport
 from registry.digest import sha256_digest
+from store.bundle import Bundle
 from store.client import Database
-from store.publish import Bundle, publish_many
+from store.publish import publish_many
 from store.snapshots import save_snapshots
 from store.source_records import remember
 

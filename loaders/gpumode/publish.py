@@ -4,7 +4,7 @@ counting are `loaders.common.publish`'s."""
 from __future__ import annotations
 
 from loaders.gpumode.normalize import RunManifests
-from store.publish import Bundle
+from store.bundle import Bundle
 
 
 def to_bundle(item: RunManifests) -> Bundle:

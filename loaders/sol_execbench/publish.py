@@ -4,7 +4,7 @@ outcome counting are `loaders.common.publish`'s."""
 from __future__ import annotations
 
 from loaders.sol_execbench.normalize import RunManifests
-from store.publish import Bundle
+from store.bundle import Bundle
 
 
 def to_bundle(item: RunManifests) -> Bundle:
