@@ -37,7 +37,7 @@ test: setup-dev lint
 lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/lint-imports
+	$(BIN)/lint-imports --no-logo --no-cache
 
 schema: setup
 	$(BIN)/kernelindex export-schema > schema.graphql

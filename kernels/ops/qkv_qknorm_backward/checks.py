@@ -7,14 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernels.ops.qkv_qknorm_backward.definition import (
-    HEAD_DIM,
-    HIDDEN,
-    INPUTS,
-    KV_SIZE,
-    OUTPUTS,
-    Q_SIZE,
-    input_shapes,
-    output_shapes,
+    HEAD_DIM, HIDDEN, INPUTS, KV_SIZE, OUTPUTS, Q_SIZE, input_shapes, output_shapes,
 )
 
 
@@ -50,7 +43,9 @@ def check_inputs(inputs: dict[str, Any], device_type: str = "cuda") -> tuple[int
     for name, (_, dtype, _) in INPUTS.items():
         t = inputs[name]
         if tuple(t.shape) != shapes[name]:
-            raise ValueError(f"{name}: expected shape {list(shapes[name])} (B={b}, S={s}), got {list(t.shape)}")
+            raise ValueError(
+                f"{name}: expected shape {list(shapes[name])} (B={b}, S={s}), got {list(t.shape)}"
+            )
         if _dtype_name(t) != dtype:
             raise ValueError(f"{name}: expected dtype {dtype}, got {_dtype_name(t)}")
         if t.device.type != device_type:

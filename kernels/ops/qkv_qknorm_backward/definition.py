@@ -31,52 +31,39 @@ G_COLS = Q_SIZE + 2 * KV_SIZE  # 1536: [GQ | GK | GV]
 
 # The 16 case shapes (batch_size, seq_len) of SOL-ExecBench 051 (public facts: shapes only).
 CASE_SHAPES: list[tuple[int, int]] = [
-    (4, 128),
-    (4, 1024),
-    (8, 128),
-    (1, 1024),
-    (1, 8192),
-    (8, 256),
-    (4, 373),
-    (1, 997),
-    (1, 131),
-    (2, 128),
-    (1, 4096),
-    (1, 512),
-    (4, 256),
-    (32, 128),
-    (64, 128),
-    (16, 541),
+    (4, 128), (4, 1024), (8, 128), (1, 1024), (1, 8192), (8, 256), (4, 373), (1, 997),
+    (1, 131), (2, 128), (1, 4096), (1, 512), (4, 256), (32, 128), (64, 128), (16, 541),
 ]
 # Tiny shapes for the CPU mode (B·S ≤ 64): odd sizes on purpose.
 SMALL_CASE_SHAPES: list[tuple[int, int]] = [(1, 1), (2, 3), (1, 17), (3, 7), (2, 32)]
 
 # name -> (shape in axis names / literals, dtype, description); order is the call order.
 INPUTS: dict[str, tuple[list[str | int], str, str]] = {
-    "grad_query": (
-        ["batch_size", "num_attention_heads", "seq_len", "head_dim"],
-        "bfloat16",
-        "Gradient w.r.t. the normalized query, before the attention transpose.",
-    ),
-    "grad_key": (["batch_size", "num_key_value_heads", "seq_len", "head_dim"], "bfloat16", "Gradient w.r.t. the normalized key."),
-    "grad_value": (["batch_size", "num_key_value_heads", "seq_len", "head_dim"], "bfloat16", "Gradient w.r.t. the value (no norm on V)."),
-    "hidden_states": (["batch_size", "seq_len", "hidden_size"], "bfloat16", "Forward input of the projections."),
+    "grad_query": (["batch_size", "num_attention_heads", "seq_len", "head_dim"], "bfloat16",
+                   "Gradient w.r.t. the normalized query, before the attention transpose."),
+    "grad_key": (["batch_size", "num_key_value_heads", "seq_len", "head_dim"], "bfloat16",
+                 "Gradient w.r.t. the normalized key."),
+    "grad_value": (["batch_size", "num_key_value_heads", "seq_len", "head_dim"], "bfloat16",
+                   "Gradient w.r.t. the value (no norm on V)."),
+    "hidden_states": (["batch_size", "seq_len", "hidden_size"], "bfloat16",
+                      "Forward input of the projections."),
     "q_weight": (["q_proj_size", "hidden_size"], "bfloat16", "Query projection weight [out, in]."),
     "k_weight": (["kv_proj_size", "hidden_size"], "bfloat16", "Key projection weight [out, in]."),
     "v_weight": (["kv_proj_size", "hidden_size"], "bfloat16", "Value projection weight [out, in]."),
     "q_norm_weight": (["head_dim"], "bfloat16", "Query RMSNorm weight w; the scale is (1 + w)."),
     "k_norm_weight": (["head_dim"], "bfloat16", "Key RMSNorm weight w; the scale is (1 + w)."),
-    "q_rstd": (["batch_size", "num_attention_heads", "seq_len", 1], "float32", "Saved 1/rms of each query row; used as given."),
-    "k_rstd": (["batch_size", "num_key_value_heads", "seq_len", 1], "float32", "Saved 1/rms of each key row; used as given."),
-    "q_normed": (
-        ["batch_size", "num_attention_heads", "seq_len", "head_dim"],
-        "bfloat16",
-        "Saved normalized query x̂ (before the (1 + w) scale); used as given.",
-    ),
-    "k_normed": (["batch_size", "num_key_value_heads", "seq_len", "head_dim"], "bfloat16", "Saved normalized key x̂; used as given."),
+    "q_rstd": (["batch_size", "num_attention_heads", "seq_len", 1], "float32",
+               "Saved 1/rms of each query row; used as given."),
+    "k_rstd": (["batch_size", "num_key_value_heads", "seq_len", 1], "float32",
+               "Saved 1/rms of each key row; used as given."),
+    "q_normed": (["batch_size", "num_attention_heads", "seq_len", "head_dim"], "bfloat16",
+                 "Saved normalized query x̂ (before the (1 + w) scale); used as given."),
+    "k_normed": (["batch_size", "num_key_value_heads", "seq_len", "head_dim"], "bfloat16",
+                 "Saved normalized key x̂; used as given."),
 }
 OUTPUTS: dict[str, tuple[list[str | int], str, str]] = {
-    "grad_hidden_states": (["batch_size", "seq_len", "hidden_size"], "bfloat16", "GQ·Wq + GK·Wk + GV·Wv."),
+    "grad_hidden_states": (["batch_size", "seq_len", "hidden_size"], "bfloat16",
+                           "GQ·Wq + GK·Wk + GV·Wv."),
     "grad_q_weight": (["q_proj_size", "hidden_size"], "bfloat16", "GQᵀ·X."),
     "grad_k_weight": (["kv_proj_size", "hidden_size"], "bfloat16", "GKᵀ·X."),
     "grad_v_weight": (["kv_proj_size", "hidden_size"], "bfloat16", "GVᵀ·X."),
@@ -184,4 +171,6 @@ def operation_spec() -> dict[str, Any]:
 
 
 def workload_cases(shapes: list[tuple[int, int]]) -> list[dict[str, Any]]:
-    return [{"index": i, "axes": {"batch_size": b, "seq_len": s}} for i, (b, s) in enumerate(shapes)]
+    return [
+        {"index": i, "axes": {"batch_size": b, "seq_len": s}} for i, (b, s) in enumerate(shapes)
+    ]

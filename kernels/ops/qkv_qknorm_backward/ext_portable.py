@@ -10,8 +10,8 @@ Schedules (`mode`), all in one CUDA stream pair so that a captured graph holds t
   "split"    norm, then dX and dW on two streams at once (small T: each GEMM fills few SMs);
   "chunkN"   N token chunks: the norm of chunk i+1 runs while cuBLAS computes chunk i's rows of
              dX on the other stream; dW over all tokens once the last chunk is normed;
-  "auto"     the measured choice per token count (AUTO_PLAN).
-(The norm kernel timed alone is lab/qkv_qknorm_backward/debug.py's, through `_run(norm_only=True)`.)
+  "auto"     the measured choice per token count (AUTO_PLAN);
+  "dbg-norm" the norm kernel and the norm-weight sums only, to time them (the GEMM outputs are WRONG).
 A suffix "-c0|1|2" forces the norm kernel's block shape (csrc/portable_norm.cu: 8 warps × 2 slots,
 6 × 3, 4 × 4); by default AUTO_CONFIG, or config 0 where the chosen one does not fit (sm_120).
 Entry points: qkv_qknorm_backward(**inputs, mode="auto") -> the six outputs;
@@ -42,28 +42,16 @@ FLAGS = ("-std=c++17", "-O3", *ARCH_FLAGS, "-lineinfo", "-Xcompiler", "-fPIC", "
 
 def declare(lib) -> None:
     lib.kidxp_norm_shape.argtypes = [ctypes.c_longlong, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
-    lib.kidxp_norm.argtypes = [
-        ctypes.POINTER(ctypes.c_ulonglong),
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_int,
-        ctypes.c_void_p,
-    ]
+    lib.kidxp_norm.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                               ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
     lib.kidxp_finalize.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     lib.kidxp_error.argtypes = [ctypes.c_int]
     lib.kidxp_error.restype = ctypes.c_char_p
 
 
-LIBRARY = NvccLibrary(
-    "kidx_portable",
-    CSRC / "portable_norm.cu",
-    (CSRC / "common/ptx.cuh", CSRC / "common/launch.cuh"),
-    FLAGS,
-    architectures=ARCHITECTURES,
-    declare=declare,
-)
+LIBRARY = NvccLibrary("kidx_portable", CSRC / "portable_norm.cu",
+                      (CSRC / "common/ptx.cuh", CSRC / "common/launch.cuh"), FLAGS,
+                      architectures=ARCHITECTURES, declare=declare)
 MAX_TOKENS = (1 << 28) - 1
 # token count below which -> schedule, and the norm's block shape (from the H200 measurements in
 # kernels/BENCHMARKS.md: two streams everywhere; chunks never paid)
@@ -83,14 +71,17 @@ def load(verbose: bool = False):
 
 def parse_mode(mode: str, tokens: int) -> tuple[str, int, int]:
     """mode -> (schedule, chunks, norm block config); "auto" resolves through AUTO_PLAN."""
-    match = re.fullmatch(r"(auto|serial|split|chunk([1-9][0-9]?))(?:-c([0-9]))?", mode)
+    match = re.fullmatch(r"(auto|serial|split|dbg-norm|chunk([1-9][0-9]?))(?:-c([0-9]))?", mode)
     if not match or (match.group(3) and int(match.group(3)) >= CONFIGS):
-        raise ValueError(f"mode: expected auto, serial, split or chunk<N>, optionally -c0..-c{CONFIGS - 1}, got {mode!r}")
+        raise ValueError(f"mode: expected auto, serial, split, chunk<N> or dbg-norm, optionally "
+                         f"-c0..-c{CONFIGS - 1}, got {mode!r}")
     name, config = match.group(1), int(match.group(3) or AUTO_CONFIG)
     if name == "auto":
         name = next(m for limit, m in AUTO_PLAN if tokens < limit)
     if name in ("serial", "split"):
         return name, 1, config
+    if name == "dbg-norm":
+        return "norm", 1, config
     return "chunk", int(name.removeprefix("chunk")), config
 
 
@@ -135,15 +126,12 @@ def _check(lib, rc: int, what: str) -> None:
         raise RuntimeError(f"ext-portable {what} failed: {lib.kidxp_error(rc).decode()}")
 
 
-def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str, norm_only: bool = False) -> None:
-    """dw: one [1536, 640] tensor, or the three weight grads. `norm_only` (lab only): the norm
-    kernel and the norm-weight sums alone, with the mode's block shape (dx and dw not written)."""
+def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str) -> None:
+    """dw: one [1536, 640] tensor, or the three weight grads."""
     import torch
 
     t = b * s
     schedule, chunks, config = parse_mode(mode, t)
-    if norm_only:
-        schedule, chunks = "norm", 1
     lib = load()
     device = ins["hidden_states"].device
     with torch.cuda.device(device):
@@ -164,10 +152,8 @@ def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str, 
                 torch.cat(weights, out=wcat)
         elif schedule == "serial":
             torch.cat(weights, out=wcat)
-        ptrs = [
-            ins[n].data_ptr()
-            for n in ("grad_query", "grad_key", "grad_value", "q_normed", "k_normed", "q_rstd", "k_rstd", "q_norm_weight", "k_norm_weight")
-        ]
+        ptrs = [ins[n].data_ptr() for n in ("grad_query", "grad_key", "grad_value", "q_normed", "k_normed",
+                                            "q_rstd", "k_rstd", "q_norm_weight", "k_norm_weight")]
         row = 0
         for (lo, hi), (_, nb, used) in zip(bounds, shapes):
             arr = (ctypes.c_ulonglong * 11)(*ptrs, g.data_ptr(), partials[row].data_ptr())
@@ -186,17 +172,8 @@ def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str, 
         if schedule != "norm":
             _dw(g, x, dw)
         # the norm-weight grads last: small, and beside the side stream's last GEMM
-        _check(
-            lib,
-            lib.kidxp_finalize(
-                ctypes.c_void_p(partials.data_ptr()),
-                row,
-                ctypes.c_void_p(dq.data_ptr()),
-                ctypes.c_void_p(dk.data_ptr()),
-                ctypes.c_void_p(cur.cuda_stream),
-            ),
-            "finalize",
-        )
+        _check(lib, lib.kidxp_finalize(ctypes.c_void_p(partials.data_ptr()), row, ctypes.c_void_p(dq.data_ptr()),
+                                       ctypes.c_void_p(dk.data_ptr()), ctypes.c_void_p(cur.cuda_stream)), "finalize")
         if two_streams:
             cur.wait_stream(side)  # temporaries are freed on `cur` only after the side stream's work
 
@@ -234,7 +211,7 @@ def qkv_qknorm_backward(*, mode: str = "auto", **inputs):
     dq = torch.empty(256, dtype=torch.float32, device=hs.device)
     dk = torch.empty(256, dtype=torch.float32, device=hs.device)
     _run(_aligned(inputs), dx, (dw,), dq, dk, b, s, mode)
-    return dx, dw[:Q_SIZE], dw[Q_SIZE : Q_SIZE + KV_SIZE], dw[Q_SIZE + KV_SIZE :], dq, dk
+    return dx, dw[:Q_SIZE], dw[Q_SIZE:Q_SIZE + KV_SIZE], dw[Q_SIZE + KV_SIZE:], dq, dk
 
 
 def qkv_qknorm_backward_out(outputs, *, mode: str = "auto", **inputs) -> None:

@@ -49,9 +49,9 @@ def nvcc_path() -> str:
 
 @dataclass(frozen=True)
 class NvccLibrary:
-    name: str  # library stem and build folder name
-    sources: Path | tuple[Path, ...]  # the .cu translation units
-    headers: tuple[Path, ...] = ()  # every file they include (in the build's digest)
+    name: str                                  # library stem and build folder name
+    sources: Path | tuple[Path, ...]           # the .cu translation units
+    headers: tuple[Path, ...] = ()             # every file they include (in the build's digest)
     flags: tuple[str, ...] = BASE_FLAGS
     architectures: tuple[str, ...] = ("sm_90",)  # devices load() accepts, "sm_<major><minor>"
     declare: Callable[[ctypes.CDLL], None] | None = None  # sets argtypes/restype once opened
