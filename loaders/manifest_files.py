@@ -39,8 +39,45 @@ def _expanded_nodes_within(node: yaml.Node, budget: int) -> bool:
     return True
 
 
+class _ManifestLoader(yaml.SafeLoader):
+    """YAML as the format reads it (upstream: YAML 1.2 core schema, unique keys): a duplicate
+    key is refused, not silently overwritten, and `2026-08-01T12:00:00Z` stays the text it is
+    (YAML 1.1's timestamp type would turn it into a datetime)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                except TypeError:
+                    continue  # an unhashable key: SafeLoader's own error names it
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_ManifestLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
 def _yaml_documents(text: str) -> list[Any]:
-    loader = yaml.SafeLoader(text)
+    loader = _ManifestLoader(text)
     try:
         documents = []
         budget = MAX_YAML_NODES
@@ -54,8 +91,9 @@ def _yaml_documents(text: str) -> list[Any]:
         loader.dispose()
 
 
-def read_manifests(path: Path) -> list[Manifest]:
-    """A file holds one manifest, a list of them, or (YAML) several documents."""
+def read_documents(path: Path) -> list[Any]:
+    """The documents of a manifest file, parsed but not yet validated: one manifest, a list of
+    them, or (YAML) several documents; ManifestError when the file cannot be read."""
     kind = "YAML" if path.suffix.lower() in {".yaml", ".yml"} else "JSON"
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ManifestError([(str(path), f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; split it into several files")])
@@ -64,7 +102,11 @@ def read_manifests(path: Path) -> list[Manifest]:
     except UnicodeDecodeError as error:
         raise ManifestError([(str(path), f"not UTF-8: byte 0x{error.object[error.start]:02x} at offset {error.start}")]) from None
     try:
-        items = [doc for doc in _yaml_documents(text) if doc is not None] if kind == "YAML" else [json.loads(text)]
+        items = (
+            [doc for doc in _yaml_documents(text) if doc is not None]
+            if kind == "YAML"
+            else [json.loads(text, object_pairs_hook=_unique_keys)]
+        )
     except (json.JSONDecodeError, yaml.YAMLError) as error:
         raise ManifestError([(str(path), f"not valid {kind}: {error}")]) from None
     except RecursionError:
@@ -74,6 +116,12 @@ def read_manifests(path: Path) -> list[Manifest]:
     flat = []
     for item in items:
         flat.extend(item if isinstance(item, list) else [item])
+    return flat
+
+
+def read_manifests(path: Path) -> list[Manifest]:
+    """A file holds one manifest, a list of them, or (YAML) several documents."""
+    flat = read_documents(path)
     manifests, problems = [], []
     for index, item in enumerate(flat):
         where = f"{path}[{index}]" if len(flat) > 1 else str(path)
