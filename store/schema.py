@@ -130,6 +130,8 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("externalId", ASCENDING)], name="external_id"),
     ],
     "events": [IndexModel([("seq", ASCENDING)], name="seq", unique=True)],
+    # resolveKernel and definition(name:) look a definition up by its name.
+    "definitions": [IndexModel([("spec.name", ASCENDING)], name="name")],
     "comparison_groups": [IndexModel([("definitionDigest", ASCENDING)], name="definition")],
     "source_snapshots": [IndexModel([("source", ASCENDING), ("url", ASCENDING)], name="source_url")],
     "jobs": [

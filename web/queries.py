@@ -63,6 +63,7 @@ OPERATION = (
     relatedDefinitions { name }
     workloads { digest name title caseCount aggregation comparator cases { index axes { name value } } }
     comparisonGroups(includeRelated: true) { ...GroupSummary }
+    ownGroups: comparisonGroups { gpu { product } }
   }
 }
 """
@@ -106,3 +107,22 @@ COMPARE = """query Compare($ids: [ID!]!) { nodes(ids: $ids) { ... on Run {
   group { id title }
   cases { index axes { key value } status latency { statistic valueNs display } }
 } } }"""
+
+# The operation page's form: resolveKernel for the asked shape (and GPU).
+RESOLVE_COHORT = """fragment ResolvedCohort on CohortMatch {
+  caseIndex statistic runCount group { id title gpu { display } }
+  runs(first: 5) { caseRank status display runDigest run { title implementation { name } evidenceLevel } }
+}"""
+
+RESOLVE = (
+    """query Resolve($operation: String!, $axes: [AxisValueInput!]!, $gpu: String) {
+  resolveKernel(operation: $operation, axes: $axes, gpu: $gpu) {
+    measured asked { name value }
+    exact { ...ResolvedCohort }
+    nearest { kind axis othersMatch label axes { name value } cohorts { ...ResolvedCohort } }
+    userErrors { field message code }
+  }
+}
+"""
+    + RESOLVE_COHORT
+)

@@ -9,9 +9,10 @@ import strawberry
 
 from resolvers import ids
 from resolvers.context import Info
-from resolvers.cost_limit import PAGE
+from resolvers.cost_limit import PAGE, assumed_size
 from resolvers.errors import ClientError
 from resolvers.node_types import NODE_TYPES
+from resolvers.registry.resolve import AxisValueInput, KernelRequest, KernelResolution, resolve_many, resolve_one
 from resolvers.types.common import EvidenceLevel, RunStatus, check_first, cursor_parts, decode_cursor, encode_cursor
 from resolvers.types.connection import Connection, connection
 from resolvers.types.definition import Definition, DefinitionSearch
@@ -129,3 +130,20 @@ class Query:
         else:
             doc = await definition_named(info.context.db, name)
         return Definition.from_doc(doc) if doc else None
+
+    @strawberry.field(
+        description="The ranked runs of the exact workload shape (every variable axis given) in every comparison group of "
+        "`operation` (on `gpu`, by product or architecture, when given), ranked on that case by `statistic` (default: the "
+        "protocol's primary statistic). When no group measured the shape: the nearest measured shapes on each side of every "
+        "variable axis, labelled as such (never a measurement of the asked shape). Bad input: userErrors."
+    )
+    async def resolve_kernel(
+        self, info: Info, operation: str, axes: list[AxisValueInput], gpu: str | None = None, statistic: str | None = None
+    ) -> KernelResolution:
+        return await resolve_one(info, operation, axes, gpu, statistic)
+
+    @strawberry.field(
+        description="resolveKernel for up to 20 requests at once, answered in the order asked.", directives=[assumed_size(20)]
+    )
+    async def resolve_kernels(self, info: Info, requests: list[KernelRequest]) -> list[KernelResolution]:
+        return await resolve_many(info, requests)
