@@ -35,7 +35,7 @@ def database_server(prefix: str, announce: Callable[[str], object] | None = None
     if os.environ.get("MONGODB_URI"):
         yield os.environ["MONGODB_URI"]
         return
-    from gateway.embedded import EmbeddedServer
+    from store.embedded import EmbeddedServer
 
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         with EmbeddedServer(Path(tmp) / "db", log_path=Path(tmp) / "secantusd.log") as server:

@@ -26,7 +26,7 @@ concurrent, dependent ones chained); the two alternate request by request:
   (b) the page of 101 current runs by `seq` descending (the find of `store.queries.runs_page`);
       then `$in` lookups of the page's protocols, environments and groups (concurrently).
 
-GraphQL goes through the real ASGI app (`gateway.app.create_app`, production settings: limits and
+GraphQL goes through the real ASGI app (`server.app.create_app`, production settings: limits and
 error masking on) in-process with httpx.ASGITransport + asgi_lifespan.LifespanManager, and
 (unless --no-uvicorn) through a live uvicorn child process (this file with --serve) on 127.0.0.1
 over HTTP keep-alive. Every GraphQL answer is checked against the raw fetch once before timing.
@@ -65,14 +65,15 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _support import answers, closing_line, database_server, load_average, stop, wait_ready  # noqa: E402  (bench/_support.py)
-from gateway.app import create_app  # noqa: E402
-from gateway.embedded import free_port  # noqa: E402
-from gateway.schema import build_schema  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
+
 from resolvers import ids  # noqa: E402
+from server.app import create_app  # noqa: E402
+from server.schema import build_schema  # noqa: E402
+from server.settings import Settings  # noqa: E402
 from store.client import make_client
-from store.queries import runs_page  # noqa: E402
+from store.embedded import free_port  # noqa: E402
 from store.publish import publish_many  # noqa: E402
+from store.queries import runs_page  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
 from tests import factories  # noqa: E402
 
@@ -182,8 +183,7 @@ async def load(db, n: int, console: Console) -> list[str]:
     took = time.perf_counter() - started
     groups = await db.comparison_groups.count_documents({})
     console.print(
-        f"loaded {n:,} runs ({groups} comparison groups) in {took:.1f} s "
-        f"({made:.1f} s building manifests), {n / took:,.0f} runs/s"
+        f"loaded {n:,} runs ({groups} comparison groups) in {took:.1f} s ({made:.1f} s building manifests), {n / took:,.0f} runs/s"
     )
     return digests
 
@@ -209,8 +209,14 @@ async def raw_dossier(db, digest: str) -> dict[str, Any]:
         group_and_leader(),
     )
     return {
-        "run": run, "protocol": protocol, "environment": environment, "workload": workload,
-        "implementation": implementation, "definition": definition, "group": group, "leader": leader,
+        "run": run,
+        "protocol": protocol,
+        "environment": environment,
+        "workload": workload,
+        "implementation": implementation,
+        "definition": definition,
+        "group": group,
+        "leader": leader,
     }
 
 
@@ -415,22 +421,37 @@ def scenarios(db, args: argparse.Namespace, picks: list[str], definition_digest:
     by_definition = {"current": True, "definitionDigest": definition_digest}
     return [
         Scenario(
-            "dossier", "(a) dossier", TARGETS["dossier"], DOSSIER_QUERY,
+            "dossier",
+            "(a) dossier",
+            TARGETS["dossier"],
+            DOSSIER_QUERY,
             lambda i: {"id": ids.encode("Run", picks[i % len(picks)])},
             lambda i: raw_dossier(db, picks[i % len(picks)]),
-            check_dossier, args.iterations, args.warmup,
+            check_dossier,
+            args.iterations,
+            args.warmup,
         ),
         Scenario(
-            "page", f"(b) runs({PAGE})", TARGETS["page"], PAGE_QUERY,
+            "page",
+            f"(b) runs({PAGE})",
+            TARGETS["page"],
+            PAGE_QUERY,
             lambda i: {"first": PAGE},
             lambda i: raw_page(db, {"current": True}),
-            check_page, page_iterations, page_warmup,
+            check_page,
+            page_iterations,
+            page_warmup,
         ),
         Scenario(
-            "page-op", f"(b') runs({PAGE}) of one op", TARGETS["page"], PAGE_QUERY,
+            "page-op",
+            f"(b') runs({PAGE}) of one op",
+            TARGETS["page"],
+            PAGE_QUERY,
             lambda i: {"first": PAGE, "filter": {"definition": ids.encode("Definition", definition_digest)}},
             lambda i: raw_page(db, by_definition),
-            check_page, page_iterations, max(1, args.warmup // 3),
+            check_page,
+            page_iterations,
+            max(1, args.warmup // 3),
         ),
     ]
 
@@ -475,7 +496,9 @@ async def bench(uri: str, database: str, args: argparse.Namespace, console: Cons
                 for case in cases:
                     g, r = await measure(
                         lambda i, http=http, case=case: graphql(http, case.query, case.variables(i)),
-                        case.raw, case.iterations, case.warmup,
+                        case.raw,
+                        case.iterations,
+                        case.warmup,
                     )
                     rows.append((case, transport, g, r))
             for _, http in transports:
@@ -498,8 +521,20 @@ async def bench(uri: str, database: str, args: argparse.Namespace, console: Cons
 def report(console: Console, args: argparse.Namespace, rows, cases: list[Scenario]) -> bool:
     """Print the results; True when every row meets its target."""
     table = Table(title=f"GraphQL vs raw PyMongo: {args.runs:,} runs, sequential requests, latencies in ms")
-    for column in ("scenario", "transport", "n", "GQL p50", "GQL p99", "GQL req/s",
-                   "raw p50", "raw p99", "raw req/s", "GQL/raw p50", "GQL−raw p50", "target"):
+    for column in (
+        "scenario",
+        "transport",
+        "n",
+        "GQL p50",
+        "GQL p99",
+        "GQL req/s",
+        "raw p50",
+        "raw p99",
+        "raw req/s",
+        "GQL/raw p50",
+        "GQL−raw p50",
+        "target",
+    ):
         table.add_column(column, justify="left" if column in {"scenario", "transport"} else "right")
     all_ok = True
     for case, transport, g, r in rows:
@@ -507,10 +542,17 @@ def report(console: Console, args: argparse.Namespace, rows, cases: list[Scenari
         ok = ratio <= case.target
         all_ok = all_ok and ok
         table.add_row(
-            case.label, transport, str(len(g.samples)),
-            f"{g.p(50):.2f}", f"{g.p(99):.2f}", f"{g.rate():,.0f}",
-            f"{r.p(50):.2f}", f"{r.p(99):.2f}", f"{r.rate():,.0f}",
-            f"[{'green' if ok else 'red'}]{ratio:.2f}×[/]", f"{g.p(50) - r.p(50):.2f}",
+            case.label,
+            transport,
+            str(len(g.samples)),
+            f"{g.p(50):.2f}",
+            f"{g.p(99):.2f}",
+            f"{g.rate():,.0f}",
+            f"{r.p(50):.2f}",
+            f"{r.p(99):.2f}",
+            f"{r.rate():,.0f}",
+            f"[{'green' if ok else 'red'}]{ratio:.2f}×[/]",
+            f"{g.p(50) - r.p(50):.2f}",
             f"≤ {case.target:.0f}× {'ok' if ok else 'MISSED'}",
         )
     console.print(table)
@@ -567,7 +609,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10_000, help="synthetic runs to load (default 10000)")
     parser.add_argument("--iterations", type=int, default=300, help="timed dossier requests; the page gets a third (default 300)")
-    parser.add_argument("--warmup", type=int, default=30, help="untimed dossier requests first (default 30); the newest page gets a tenth, the one-operation page a third")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=30,
+        help="untimed dossier requests first (default 30); the newest page gets a tenth, the one-operation page a third",
+    )
     parser.add_argument("--no-uvicorn", action="store_true", help="only the in-process ASGI transport")
     parser.add_argument("--verbose", action="store_true", help="list the database commands of each scenario")
     parser.add_argument("--only", choices=SCENARIOS, help="measure only this scenario")

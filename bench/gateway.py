@@ -72,9 +72,9 @@ def established(port: int) -> set[str]:
 
 
 def start_stack(uri: str, replicas: int, load_data: bool):
-    from gateway.embedded import free_port
-    from gateway.settings import Settings
     from gateway.stack import Stack
+    from server.settings import Settings
+    from store.embedded import free_port
 
     stack = Stack(port=free_port(), replicas=replicas, load_data=load_data, settings=Settings(mongodb_uri=uri))
     try:
@@ -94,7 +94,7 @@ async def sequential(urls: dict[str, str], query: str, n: int) -> dict[str, list
 
     times: dict[str, list[float]] = {name: [] for name in urls}
     async with httpx.AsyncClient(timeout=60) as client:
-        for name, url in urls.items():  # warm-up (connections, caches, the gateway's plan)
+        for url in urls.values():  # warm-up (connections, caches, the gateway's plan)
             for _ in range(10):
                 body = (await client.post(url, json={"query": query})).json()
                 assert "errors" not in body, body
@@ -155,7 +155,9 @@ async def load(url: str, query: str, clients: int, seconds: float) -> tuple[floa
                 try:
                     response = await client.post(url, json={"query": query})
                     body = response.json()
-                    failure = None if response.status_code == 200 and "errors" not in body else f"HTTP {response.status_code}: {str(body)[:120]}"
+                    failure = (
+                        None if response.status_code == 200 and "errors" not in body else f"HTTP {response.status_code}: {str(body)[:120]}"
+                    )
                 except (httpx.HTTPError, ValueError) as error:
                     failure = f"{type(error).__name__}: {str(error)[:120]}"
                 if failure is None:
@@ -214,7 +216,8 @@ async def subscriptions(args, uri: str, stack) -> dict:
     before = established(registry_port)
     proc = subprocess.Popen(
         [sys.executable, __file__, "--as-subscribers", ws_url, str(args.subscribers), str(args.runs), str(out)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     loop = asyncio.get_running_loop()
     line = await loop.run_in_executor(None, proc.stdout.readline)
@@ -270,7 +273,9 @@ async def run(args: argparse.Namespace, uri: str) -> int:
         for column in ("path", "p50 ms", "p90 ms", "p99 ms"):
             table.add_column(column)
         for name in ("direct", "gateway"):
-            table.add_row(name, f"{percentile(times[name], 50):.2f}", f"{percentile(times[name], 90):.2f}", f"{percentile(times[name], 99):.2f}")
+            table.add_row(
+                name, f"{percentile(times[name], 50):.2f}", f"{percentile(times[name], 90):.2f}", f"{percentile(times[name], 99):.2f}"
+            )
         table.add_row("ratio gateway / direct (p50)", f"{g50 / d50:.2f}×", "", "")
         console.print(table)
         if g50 / d50 > 1.5:
@@ -281,7 +286,9 @@ async def run(args: argparse.Namespace, uri: str) -> int:
         table = Table(title="2. cross-subgraph query through the gateway (registry → benchmarks → registry)")
         for column in ("p50 ms", "p99 ms", "finds / request", "other commands / request"):
             table.add_column(column)
-        table.add_row(f"{percentile(spanning['gateway'], 50):.2f}", f"{percentile(spanning['gateway'], 99):.2f}", f"{finds:.1f}", f"{commands:.1f}")
+        table.add_row(
+            f"{percentile(spanning['gateway'], 50):.2f}", f"{percentile(spanning['gateway'], 99):.2f}", f"{finds:.1f}", f"{commands:.1f}"
+        )
         console.print(table)
 
         if not args.skip_subscriptions:
@@ -289,8 +296,14 @@ async def run(args: argparse.Namespace, uri: str) -> int:
             table = Table(title=f"4. {args.subscribers} runPublished subscribers through the gateway, {args.runs} runs 0.2 s apart")
             for column in ("delivered", "duplicates", "p50 ms", "p99 ms", "max ms", "upstream WebSockets (gateway → registry)"):
                 table.add_column(column)
-            table.add_row(f"{result['delivered']} / {result['expected']}", str(result["duplicates"]), f"{result['p50']:.0f}",
-                          f"{result['p99']:.0f}", f"{result['max']:.0f}", str(result["upstream"]))
+            table.add_row(
+                f"{result['delivered']} / {result['expected']}",
+                str(result["duplicates"]),
+                f"{result['p50']:.0f}",
+                f"{result['p99']:.0f}",
+                f"{result['max']:.0f}",
+                str(result["upstream"]),
+            )
             console.print(table)
             if result["delivered"] != result["expected"] or result["p99"] > 250:
                 failures.append("subscriptions: not all delivered or p99 > 250 ms")
@@ -338,7 +351,7 @@ def main() -> int:
     parser.add_argument("--skip-subscriptions", action="store_true")
     args = parser.parse_args()
 
-    from gateway.embedded import EmbeddedServer
+    from store.embedded import EmbeddedServer
 
     os.environ["KERNELINDEX_HOME"] = tempfile.mkdtemp(prefix="kernelindex-bench-gateway-")
     os.environ["KERNELINDEX_DATABASE"] = f"bench_gateway_{uuid.uuid4().hex[:8]}"

@@ -34,17 +34,26 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gateway.embedded import EmbeddedServer  # noqa: E402
 from loaders.gpumode.cli import run_import as import_gpumode  # noqa: E402
 from loaders.sol_execbench.cli import run_import as import_sol  # noqa: E402
 from store.client import DURABLE_WRITES, make_client  # noqa: E402
+from store.embedded import EmbeddedServer  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
 from tests.loaders import gpumode_synthetic, synthetic  # noqa: E402
 
 TARGETS = {"first import": 1_000, "unchanged re-import": 5_000}
 WRITES = {
-    "insert", "update", "delete", "findAndModify", "bulkWrite", "create", "createIndexes",
-    "collMod", "drop", "dropIndexes", "commitTransaction",
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "bulkWrite",
+    "create",
+    "createIndexes",
+    "collMod",
+    "drop",
+    "dropIndexes",
+    "commitTransaction",
 }
 
 
@@ -124,12 +133,19 @@ def make_gpumode_snapshot(root: Path, boards: int, users: int, seed: int = 7) ->
             rows.append(gpumode_synthetic.per_shape_row(next_id, 20_000 + b, user, means=means, rel_std=rng.uniform(0.005, 0.05)))
             next_id += 1
             if user % 10 == 0:
-                rows.append(gpumode_synthetic.per_shape_row(next_id, 20_000 + b, user, means=[m * 1.2 for m in means], time="2026-04-01T00:00:00"))
+                rows.append(
+                    gpumode_synthetic.per_shape_row(next_id, 20_000 + b, user, means=[m * 1.2 for m in means], time="2026-04-01T00:00:00")
+                )
                 next_id += 1
     flat = [gpumode_synthetic.flat_row(next_id + u, "synthetic-flat", u, score=round(rng.uniform(1e-5, 1e-3), 9)) for u in range(users)]
-    gpumode_synthetic.write_snapshot(root, {
-        "leaderboards": board_rows, gpumode_synthetic.PER_SHAPE_CONFIG: rows, gpumode_synthetic.FLAT_CONFIG: flat,
-    })
+    gpumode_synthetic.write_snapshot(
+        root,
+        {
+            "leaderboards": board_rows,
+            gpumode_synthetic.PER_SHAPE_CONFIG: rows,
+            gpumode_synthetic.FLAT_CONFIG: flat,
+        },
+    )
     return boards * users + users
 
 
@@ -177,8 +193,7 @@ async def bench(snapshot: Path, uri: str, expected_runs: int, server_pid: int | 
 
 def print_table(rows: list[dict], console: Console, title: str) -> None:
     table = Table(title=f"{title} import benchmark")
-    columns = ("phase", "runs", "new", "unchanged", "seconds", "runs/s", "target", "ok", "write commands",
-               "CPU s: loader / db", "load avg")
+    columns = ("phase", "runs", "new", "unchanged", "seconds", "runs/s", "target", "ok", "write commands", "CPU s: loader / db", "load avg")
     for column in columns:
         table.add_column(column, justify="left" if column == "phase" else "right")
     for row in rows:

@@ -5,7 +5,7 @@
 Starts SecantusDB (`secantusd-py`) on a temporary directory unless MONGODB_URI is set (then a
 fresh database there, dropped at the end), publishes N synthetic runs: N - G in groups of 25
 (bench/api.py's `make_bundles`) and one comparison group of G runs (default 1,000) of its own
-operation, then starts the real single-process server (`gateway.app.create_app`: the web pages
+operation, then starts the real single-process server (`server.app.create_app`: the web pages
 mounted beside /graphql, querying it in process) under uvicorn in a child process on 127.0.0.1,
 and requests each page as a browser does (`Accept: text/html`, HTTP keep-alive), one at a time
 after a warm-up:
@@ -50,8 +50,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _support import answers, closing_line, database_server, load_average, stop, wait_ready  # noqa: E402  (bench/_support.py)
 from api import BATCH, make_bundles, percentile, start_uvicorn  # noqa: E402  (bench/api.py)
-from gateway.embedded import free_port  # noqa: E402
+
 from store.client import make_client  # noqa: E402
+from store.embedded import free_port  # noqa: E402
 from store.publish import publish_many  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
 from tests import factories  # noqa: E402
@@ -65,7 +66,10 @@ BIG_OPERATION = "bench-big-op"
 def big_group(n: int) -> list:
     """One comparison group of n runs, best first (so loading moves no existing rank)."""
     defn = factories.definition(BIG_OPERATION)
-    return [factories.run_bundle(f"big-{i}", score=round(1 - i / (n + 1), 6), latency_ns=20_000 + 37 * i, user=f"big{i}", defn=defn) for i in range(n)]
+    return [
+        factories.run_bundle(f"big-{i}", score=round(1 - i / (n + 1), 6), latency_ns=20_000 + 37 * i, user=f"big{i}", defn=defn)
+        for i in range(n)
+    ]
 
 
 async def load(uri: str, database: str, runs: int, group_size: int, console: Console) -> list[str]:
@@ -117,11 +121,20 @@ def start_stack(uri: str, database: str, home: Path) -> tuple[subprocess.Popen, 
     port = free_port()
     env = {**os.environ, "MONGODB_URI": uri, "KERNELINDEX_DATABASE": database, "KERNELINDEX_HOME": str(home)}
     kernelindex = str(Path(sys.executable).with_name("kernelindex"))
-    process = subprocess.Popen([kernelindex, "serve", "--no-data", "--port", str(port)], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [kernelindex, "serve", "--no-data", "--port", str(port)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
 
     def ready() -> bool:  # the pages and the API both answer
-        return answers(f"{base}/static/site.css")() and httpx.post(f"{base}/graphql", json={"query": "{ __typename }"}, timeout=5).status_code == 200
+        return (
+            answers(f"{base}/static/site.css")()
+            and httpx.post(f"{base}/graphql", json={"query": "{ __typename }"}, timeout=5).status_code == 200
+        )
 
     wait_ready(process, ready, "kernelindex serve", timeout=240)
     return process, base
@@ -135,7 +148,13 @@ def bench(uri: str, database: str, args: argparse.Namespace, console: Console) -
         process, base = start_uvicorn(uri, database)  # bench/api.py's child: the real app under uvicorn
     try:
         with httpx.Client(base_url=base, timeout=60) as http:
-            groups = http.post("/graphql", json={"query": "query($n: String!) { definition(name: $n) { comparisonGroups { id size } } }", "variables": {"n": BIG_OPERATION}}).json()
+            groups = http.post(
+                "/graphql",
+                json={
+                    "query": "query($n: String!) { definition(name: $n) { comparisonGroups { id size } } }",
+                    "variables": {"n": BIG_OPERATION},
+                },
+            ).json()
             group = groups["data"]["definition"]["comparisonGroups"][0]
             assert group["size"] == args.group_size, group
             big = digests[: args.group_size]
@@ -159,9 +178,15 @@ def bench(uri: str, database: str, args: argparse.Namespace, console: Console) -
                 targeted = name in TARGETED
                 met = met and (ok or not targeted)
                 table.add_row(
-                    name, f"{p50:.1f}", f"{percentile(server, 90):.1f}", f"{percentile(server, 99):.1f}", f"{percentile(api, 50):.1f}", f"{percentile(wall, 50):.1f}",
+                    name,
+                    f"{p50:.1f}",
+                    f"{percentile(server, 90):.1f}",
+                    f"{percentile(server, 99):.1f}",
+                    f"{percentile(api, 50):.1f}",
+                    f"{percentile(wall, 50):.1f}",
                     f"{size / 1000:.1f}" if min(sizes) == size else f"{min(sizes) / 1000:.1f}–{size / 1000:.1f}",
-                    "p50 ≤ 50 ms, ≤ 100 kB" if targeted else "—", ("yes" if ok else "NO") if targeted else "",
+                    "p50 ≤ 50 ms, ≤ 100 kB" if targeted else "—",
+                    ("yes" if ok else "NO") if targeted else "",
                 )
             console.print(table)
             return met
@@ -175,7 +200,9 @@ def main() -> int:
     parser.add_argument("--group-size", type=int, default=1_000, help="runs in the big group (default 1000)")
     parser.add_argument("--iterations", type=int, default=100, help="timed requests per page (default 100)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed requests per page first (default 10)")
-    parser.add_argument("--stack", action="store_true", help="through the federated stack (kernelindex serve) instead of the single process")
+    parser.add_argument(
+        "--stack", action="store_true", help="through the federated stack (kernelindex serve) instead of the single process"
+    )
     args = parser.parse_args()
     console = Console(width=max(Console().width, 120))
     started = time.perf_counter()

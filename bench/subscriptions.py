@@ -40,8 +40,8 @@ from _support import answers, close_subscribers, events, percentile, stop, subsc
 QUERY = "subscription { runPublished { cursor run { digest name } } }"
 SERVE = """
 import cProfile, os, pstats, signal, sys, uvicorn
-from gateway.app import create_app
-from gateway.settings import Settings
+from server.app import create_app
+from server.settings import Settings
 uri, database, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 profile = cProfile.Profile() if os.environ.get("KIX_PROFILE") else None
 if profile:
@@ -116,7 +116,7 @@ async def client_main(urls: list[str], count: int, expect: int, out: Path, deadl
 
 
 def _free_port() -> int:
-    from gateway.embedded import free_port
+    from store.embedded import free_port
 
     return free_port()
 
@@ -166,9 +166,14 @@ async def bench(args: argparse.Namespace, uri: str, db_pid: int | None = None) -
             servers.append(
                 subprocess.Popen(
                     [sys.executable, "-c", SERVE, uri, database, str(port)],
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                    env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
-                         "KIX_PROFILE": "1" if args.profile_server and not servers else ""},
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    env={
+                        **os.environ,
+                        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+                        "KIX_PROFILE": "1" if args.profile_server and not servers else "",
+                    },
                 )
             )
         for port, proc in zip(ports, servers):
@@ -179,9 +184,25 @@ async def bench(args: argparse.Namespace, uri: str, db_pid: int | None = None) -
         for i, count in enumerate(per_client):
             clients.append(
                 subprocess.Popen(
-                    [sys.executable, __file__, "--client", "--urls", urls, "--count", str(count), "--expect", str(args.runs),
-                     "--out", str(outputs[i]), "--timeout", str(args.timeout), "--compression", args.compression],
-                    stdout=subprocess.PIPE, text=True,
+                    [
+                        sys.executable,
+                        __file__,
+                        "--client",
+                        "--urls",
+                        urls,
+                        "--count",
+                        str(count),
+                        "--expect",
+                        str(args.runs),
+                        "--out",
+                        str(outputs[i]),
+                        "--timeout",
+                        str(args.timeout),
+                        "--compression",
+                        args.compression,
+                    ],
+                    stdout=subprocess.PIPE,
+                    text=True,
                 )
             )
         for proc in clients:
@@ -198,7 +219,12 @@ async def bench(args: argparse.Namespace, uri: str, db_pid: int | None = None) -
         await warm
         console.print(f"{args.subscribers} subscribers live on {args.servers} servers after {time.monotonic() - connect_started:.1f} s")
 
-        groups = {"servers": [p.pid for p in servers], "clients": [p.pid for p in clients], "database": [db_pid] if db_pid else [], "publisher": [os.getpid()]}
+        groups = {
+            "servers": [p.pid for p in servers],
+            "clients": [p.pid for p in clients],
+            "database": [db_pid] if db_pid else [],
+            "publisher": [os.getpid()],
+        }
         cpu_before = {name: sum(cpu_seconds(pid) for pid in pids) for name, pids in groups.items()}
         published: dict[str, float] = {}
         publish_ms: list[float] = []
@@ -223,8 +249,10 @@ async def bench(args: argparse.Namespace, uri: str, db_pid: int | None = None) -
         delivered = len(latencies)
         duplicates = len(receipts) - delivered
 
-        table = Table(title=f"runPublished: {args.subscribers} subscribers on {args.servers} processes, {args.runs} runs"
-                            f" (compression: {args.compression})")
+        table = Table(
+            title=f"runPublished: {args.subscribers} subscribers on {args.servers} processes, {args.runs} runs"
+            f" (compression: {args.compression})"
+        )
         table.add_column("metric")
         table.add_column("value", justify="right")
         table.add_row("delivered / expected", f"{delivered} / {expected} ({100 * delivered / expected:.2f} %)")
@@ -236,7 +264,10 @@ async def bench(args: argparse.Namespace, uri: str, db_pid: int | None = None) -
             table.add_row(f"latency p{q}", f"{percentile(latencies, q):.1f} ms")
         table.add_row("latency max", f"{max(latencies, default=float('nan')):.1f} ms")
         table.add_row("duplicates", str(duplicates))
-        table.add_row("CPU s while publishing", ", ".join(f"{name} {cpu_used[name]:.1f}" for name in groups if groups[name]) + f" (of {publishing_s:.0f} s wall)")
+        table.add_row(
+            "CPU s while publishing",
+            ", ".join(f"{name} {cpu_used[name]:.1f}" for name in groups if groups[name]) + f" (of {publishing_s:.0f} s wall)",
+        )
         table.add_row("target", "100 % delivered, p99 ≤ 250 ms")
         console.print(table)
         ok = delivered == expected and duplicates == 0 and percentile(latencies, 99) <= 250
@@ -258,8 +289,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--interval", type=float, default=0.1, help="seconds between publications")
     parser.add_argument("--timeout", type=float, default=150)
-    parser.add_argument("--compression", choices=["deflate", "none"], default="deflate",
-                        help="permessage-deflate on the clients' connections (browsers and `websockets` ask for it by default)")
+    parser.add_argument(
+        "--compression",
+        choices=["deflate", "none"],
+        default="deflate",
+        help="permessage-deflate on the clients' connections (browsers and `websockets` ask for it by default)",
+    )
     parser.add_argument("--profile-server", action="store_true", help="run the first server under cProfile; print where its time went")
     parser.add_argument("--client", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--urls", help=argparse.SUPPRESS)
@@ -272,7 +307,7 @@ def main() -> int:
         return 0
     if os.environ.get("MONGODB_URI"):
         return asyncio.run(bench(args, os.environ["MONGODB_URI"]))
-    from gateway.embedded import EmbeddedServer
+    from store.embedded import EmbeddedServer
 
     with EmbeddedServer(":memory:") as server:
         return asyncio.run(bench(args, server.uri, server.process.pid))

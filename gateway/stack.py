@@ -27,12 +27,12 @@ from pathlib import Path
 
 import httpx
 
-from gateway.embedded import EmbeddedServer, clear_address, home, recover_stale_address, write_address
-from gateway.settings import Settings
+from server.settings import Settings
+from store.embedded import EmbeddedServer, clear_address, home, recover_stale_address, write_address
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-FEDERATION = REPO_ROOT / "federation"
-HIVE_GATEWAY = FEDERATION / "node_modules" / ".bin" / "hive-gateway"
+GATEWAY_DIR = Path(__file__).resolve().parent  # Hive Gateway: its config, composer, npm packages
+HIVE_GATEWAY = GATEWAY_DIR / "node_modules" / ".bin" / "hive-gateway"
 SUBGRAPHS = ("registry", "benchmarks")
 LOOPBACK = "127.0.0.1"
 
@@ -100,11 +100,21 @@ class Stack:
             raise StackError(f"port {self.port} on {self.host} is already in use; choose another with --port") from None
         with held:
             if not HIVE_GATEWAY.exists():
-                raise StackError(f"Hive Gateway is not installed ({HIVE_GATEWAY} missing): run `make serve`, or `npm ci` in federation/")
+                raise StackError(f"Hive Gateway is not installed ({HIVE_GATEWAY} missing): run `make serve`, or `npm ci` in gateway/")
             env, supergraph, web_port = self._start_parts()
         self._spawn(
             "Hive Gateway",
-            [str(HIVE_GATEWAY), "supergraph", str(supergraph), "--config-path", str(FEDERATION / "gateway.config.mjs"), "--host", self.host, "--port", str(self.port)],
+            [
+                str(HIVE_GATEWAY),
+                "supergraph",
+                str(supergraph),
+                "--config-path",
+                str(GATEWAY_DIR / "gateway.config.mjs"),
+                "--host",
+                self.host,
+                "--port",
+                str(self.port),
+            ],
             {**env, "KERNELINDEX_WEB_URL": f"http://{LOOPBACK}:{web_port}"},
         )
         self._wait_http("the web process", f"http://{LOOPBACK}:{web_port}/static/site.css")
@@ -119,10 +129,9 @@ class Stack:
         """Everything but the gateway: (its environment, the supergraph file, the web port)."""
         uri = self._start_database()
         if self.load_data:
-            from gateway.bootstrap import bootstrap
-            from gateway.cli.common import DATA_DIR
+            from server.bootstrap import BUNDLED_DATA, bootstrap
 
-            asyncio.run(bootstrap(uri, self.settings, DATA_DIR))
+            asyncio.run(bootstrap(uri, self.settings, BUNDLED_DATA))
         env = {**os.environ, "MONGODB_URI": uri}
         urls = self.subgraph_urls
         for name in SUBGRAPHS:
@@ -135,7 +144,7 @@ class Stack:
             for replica, sock in enumerate(sockets, start=1):
                 label = f"{name} subgraph" + (f" (replica {replica})" if self.replicas > 1 else "")
                 args = ["serve", "--subgraph", name, "--host", LOOPBACK, "--port", str(port), "--no-data", "--fd", str(sock.fileno())]
-                self._spawn(label, [sys.executable, "-m", "gateway.cli", *args], env, pass_fds=(sock.fileno(),))
+                self._spawn(label, [sys.executable, "-m", "cli", *args], env, pass_fds=(sock.fileno(),))
                 sock.close()
         sdls = {name: self._wait_for_sdl(name, url) for name, url in urls.items()}
         supergraph = home() / "supergraph.graphql"
@@ -147,7 +156,7 @@ class Stack:
         web_port = web_socket.getsockname()[1]
         graphql_url = f"http://{self.internal_host}:{self.port}/graphql"
         web_args = ["web", "--graphql", graphql_url, "--host", LOOPBACK, "--port", str(web_port), "--fd", str(web_socket.fileno())]
-        self._spawn("web process", [sys.executable, "-m", "gateway.cli", *web_args], env, pass_fds=(web_socket.fileno(),))
+        self._spawn("web process", [sys.executable, "-m", "cli", *web_args], env, pass_fds=(web_socket.fileno(),))
         web_socket.close()
         return env, supergraph, web_port
 
@@ -156,7 +165,9 @@ class Stack:
             return self.settings.mongodb_uri
         if note := recover_stale_address():
             print(note, file=sys.stderr)
-        self.database = EmbeddedServer(home() / "db", port=self.db_port, log_path=home() / "secantusd.log", startup_timeout_s=self.db_timeout)
+        self.database = EmbeddedServer(
+            home() / "db", port=self.db_port, log_path=home() / "secantusd.log", startup_timeout_s=self.db_timeout
+        )
         uri = self.database.start()
         write_address(self.database)
         print(f"embedded database on {uri} (data in {home() / 'db'})", file=sys.stderr)
@@ -243,7 +254,9 @@ def compose_supergraph(services: list[tuple[str, str, str]]) -> str:
     """The supergraph SDL of (name, url, sdl) subgraphs, composed by the Guild's composer."""
     payload = json.dumps([{"name": n, "url": u, "sdl": s} for n, u, s in services])
     try:
-        done = subprocess.run(["node", str(FEDERATION / "compose.mjs"), "guild"], input=payload, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["node", str(GATEWAY_DIR / "compose.mjs"), "guild"], input=payload, capture_output=True, text=True, timeout=120
+        )
     except FileNotFoundError:
         raise StackError("node is not installed (Node >= 20 is needed to compose the supergraph)") from None
     try:
@@ -262,7 +275,10 @@ def run_stack(stack: Stack) -> int:
         signal.signal(sig, _raise_stop)
     try:
         stack.start()
-        print(f"KernelIndex GraphQL on http://{stack.host}:{stack.port}/graphql (registry + benchmarks subgraphs x{stack.replicas}, Hive Gateway)", file=sys.stderr)
+        print(
+            f"KernelIndex GraphQL on http://{stack.host}:{stack.port}/graphql (registry + benchmarks subgraphs x{stack.replicas}, Hive Gateway)",
+            file=sys.stderr,
+        )
         stack.supervise()
     except Stop:
         return 0

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kernels.ops.qkv_qknorm_backward import definition as qkv_def
 
@@ -11,9 +12,9 @@ from kernels.ops.qkv_qknorm_backward import definition as qkv_def
 @dataclass(frozen=True)
 class Operation:
     key: str
-    name: str                      # OperationSpec metadata name
+    name: str  # OperationSpec metadata name
     title: str
-    definition: Any                # module: operation_spec(), flops(), min_bytes(), shapes, names
+    definition: Any  # module: operation_spec(), flops(), min_bytes(), shapes, names
     case_shapes: list[tuple[int, int]]
     small_case_shapes: list[tuple[int, int]]
 

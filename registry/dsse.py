@@ -64,9 +64,7 @@ def public_pem(public_key: Ed25519PublicKey) -> str:
 
 
 def private_pem(private_key: Ed25519PrivateKey) -> bytes:
-    return private_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
+    return private_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
 
 
 # ---------------------------------------------------------------- DSSE

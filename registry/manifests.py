@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
@@ -20,7 +20,7 @@ API_VERSION = "kernelindex.dev/v1alpha1"
 
 Digest = Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 # Source-native values are kept as the source gave them: scalars only.
-Scalar = Union[bool, int, float, str, None]
+Scalar = bool | int | float | str | None
 # An axis value or a literal tensor dimension is a size, so at least 1: a zero or negative one
 # describes no workload anyone could run, yet would be ranked like a real case.
 Size = Annotated[int, Field(gt=0)]
@@ -330,9 +330,7 @@ class BenchmarkRunSpec(Strict):
     @classmethod
     def _primary_present(cls, timing: Timing) -> Timing:
         if timing.primaryStatistic not in timing.latencyNs:
-            raise ValueError(
-                f"latencyNs has no value for primaryStatistic {timing.primaryStatistic!r}"
-            )
+            raise ValueError(f"latencyNs has no value for primaryStatistic {timing.primaryStatistic!r}")
         return timing
 
 
@@ -448,6 +446,4 @@ def make_manifest(kind: str, name: str, spec: dict[str, Any] | BaseModel, **meta
     """Build and validate a manifest in code (loaders, the harness)."""
     if isinstance(spec, BaseModel):
         spec = spec_json(spec)
-    return parse_manifest(
-        {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name, **metadata}, "spec": spec}
-    )
+    return parse_manifest({"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name, **metadata}, "spec": spec})

@@ -1,7 +1,7 @@
 """Demand control: refuse an operation whose estimated cost is over MAX_COST, before it runs.
 
 The estimate follows Federation 2.9's `@cost` / `@listSize` the way Hive Gateway's demand control
-computes it, so the subgraph and the gateway agree (federation/gateway.config.mjs sets the same
+computes it, so the subgraph and the gateway agree (gateway/gateway.config.mjs sets the same
 maximum and default list size):
 
 - each field costs its `@cost(weight)` plus its type's: 1 for an object, interface or union, 0
@@ -79,7 +79,9 @@ class _Estimator:
         self.variables = variables or {}
         self.fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
 
-    def selection_set(self, selections: SelectionSetNode | None, parent: Any, factor: int, sized: dict[str, int], seen: frozenset[str]) -> int:
+    def selection_set(
+        self, selections: SelectionSetNode | None, parent: Any, factor: int, sized: dict[str, int], seen: frozenset[str]
+    ) -> int:
         if selections is None or parent is None:
             return 0
         total = 0
@@ -149,7 +151,9 @@ class _Estimator:
         return extra + self.selection_set(operation.selection_set, root, 1, {}, frozenset())
 
 
-def estimate_cost(schema: GraphQLSchema, document: DocumentNode, operation_name: str | None = None, variables: dict[str, Any] | None = None) -> int:
+def estimate_cost(
+    schema: GraphQLSchema, document: DocumentNode, operation_name: str | None = None, variables: dict[str, Any] | None = None
+) -> int:
     """The estimated cost of the operation that would run (the named one, or the only one)."""
     operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
     if operation_name is not None:

@@ -9,23 +9,23 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from pymongo.asynchronous.database import AsyncDatabase
 from strawberry.dataloader import DataLoader
 
 from resolvers.node_types import NODE_TYPES
 from store.chunks import chunked
+from store.client import Database
+from store.lookups import by_ids, where_in
 
 Doc = dict[str, Any]
 # One query per loader for any page (first ≤ 100): a constant number of round trips per request.
 LOADER_BATCH = 100
 
 
-def _by_id_loader(db: AsyncDatabase, collection: str) -> DataLoader[str, Doc | None]:
+def _by_id_loader(db: Database, collection: str) -> DataLoader[str, Doc | None]:
     async def load(keys: list[str]) -> list[Doc | None]:
         found: dict[str, Doc] = {}
         for chunk in chunked(list(dict.fromkeys(keys)), LOADER_BATCH):
-            async for doc in db[collection].find({"_id": {"$in": chunk}}):
-                found[doc["_id"]] = doc
+            found.update(await by_ids(db, collection, chunk))
         return [found.get(key) for key in keys]
 
     return DataLoader(load_fn=load)
@@ -61,22 +61,20 @@ class Loaders:
     jobs: DataLoader[str, Doc | None]
     code_pins: DataLoader[str, Doc | None]
 
-    def __init__(self, db: AsyncDatabase):
+    def __init__(self, db: Database):
         # By key, one per node type (runs, definitions, ..., groups, notes, jobs).
         for node_type in NODE_TYPES.values():
             setattr(self, node_type.loader, _by_id_loader(db, node_type.collection))
         self.code_pins = _by_id_loader(db, "code_pins")
 
         async def groups_of_definitions(keys: list[str]) -> list[Doc]:
-            return await db.comparison_groups.find({"definitionDigest": {"$in": keys}}).to_list()
+            return await where_in(db, "comparison_groups", "definitionDigest", keys)
 
         async def workloads_of_definitions(keys: list[str]) -> list[Doc]:
-            return await db.workloads.find({"spec.definitionDigest": {"$in": keys}}).to_list()
+            return await where_in(db, "workloads", "spec.definitionDigest", keys)
 
         self.groups_by_definition = _grouped_loader(groups_of_definitions, lambda d: d["definitionDigest"])
-        self.workloads_by_definition = _grouped_loader(
-            workloads_of_definitions, lambda d: d["spec"]["definitionDigest"]
-        )
+        self.workloads_by_definition = _grouped_loader(workloads_of_definitions, lambda d: d["spec"]["definitionDigest"])
 
     def for_type(self, type_name: str) -> DataLoader[str, Doc | None]:
         return getattr(self, NODE_TYPES[type_name].loader)

@@ -26,7 +26,6 @@ def should_mask(error: GraphQLError) -> bool:
     return not isinstance(original, ClientError)
 
 
-
 def add_code(error: GraphQLError) -> None:
     """Give a refusal graphql-core made its code: syntax GRAPHQL_PARSE_FAILED, validation
     (depth, aliases, unknown fields) GRAPHQL_VALIDATION_FAILED, a variable of the wrong type

@@ -69,7 +69,9 @@ def verify_reproduction(envelope_text: str, key: ApiKey, run_digest: str) -> tup
     except SignatureError as error:
         raise AttestationError(error.code, str(error)) from None
     if statement.subject_digest != run_digest:
-        raise AttestationError("SUBJECT_MISMATCH", f"the statement's subject is {statement.subject_digest}, not this run's digest {run_digest}")
+        raise AttestationError(
+            "SUBJECT_MISMATCH", f"the statement's subject is {statement.subject_digest}, not this run's digest {run_digest}"
+        )
     try:
         predicate = parse_predicate(statement.predicate)
     except PredicateError as error:

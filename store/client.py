@@ -5,8 +5,15 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import ConnectionFailure, PyMongoError
 
 DEFAULT_DATABASE = "kernelindex"
+
+# What the layers above the store hold and catch, without importing the driver themselves.
+Database = AsyncDatabase
+StoreError = PyMongoError  # any failure of the database or the driver
+StoreUnreachable = ConnectionFailure  # the server could not be reached
 
 # A write is acknowledged only once it is in the journal of a majority of the replica set (on a
 # single server: in its journal), so an acknowledged run survives a crash.

@@ -31,9 +31,7 @@ def event_document(seq: int, type_: str, at: datetime, **data: Any) -> dict[str,
     return {"seq": seq, "type": type_, "at": at, **{k: v for k, v in data.items() if v is not None}}
 
 
-async def append(
-    db: AsyncDatabase, type_: str, at: datetime, *, session: AsyncClientSession | None = None, **data: Any
-) -> dict[str, Any]:
+async def append(db: AsyncDatabase, type_: str, at: datetime, *, session: AsyncClientSession | None = None, **data: Any) -> dict[str, Any]:
     seq = await reserve(db, 1, session)
     doc = event_document(seq, type_, at, **data)
     await db.events.insert_one(doc, session=session)

@@ -65,9 +65,7 @@ class RankPlan:
     leader: str | None
 
 
-async def plan(
-    db: AsyncDatabase, key: str, incoming: list[dict[str, Any]], leaving: set[str], session: AsyncClientSession
-) -> RankPlan:
+async def plan(db: AsyncDatabase, key: str, incoming: list[dict[str, Any]], leaving: set[str], session: AsyncClientSession) -> RankPlan:
     """Rank the group's current members together with `incoming` run documents (not yet
     stored; their `rank`/`rankOrder` are set in place); `leaving` are members being superseded."""
     group = await db.comparison_groups.find_one({"_id": key}, session=session)

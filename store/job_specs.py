@@ -60,7 +60,11 @@ async def resolve_job_spec(db: AsyncDatabase, request: JobRequest) -> Doc:
     if await db.definitions.find_one({"_id": definition_digest}, {"_id": 1}) is None:
         raise JobSpecError("NOT_FOUND", "no such definition", "definition")
 
-    impl_query: Doc = {"spec.definitionDigest": definition_digest, "spec.name": request.implementation, "spec.code.digest": {"$exists": True}}
+    impl_query: Doc = {
+        "spec.definitionDigest": definition_digest,
+        "spec.name": request.implementation,
+        "spec.code.digest": {"$exists": True},
+    }
     if request.implementation_digest:
         impl_query["_id"] = request.implementation_digest
     implementation = await db.implementations.find_one(impl_query, {"_id": 1, "spec": 1}, sort=[("storedAt", -1)])
@@ -92,7 +96,9 @@ async def resolve_job_spec(db: AsyncDatabase, request: JobRequest) -> Doc:
         protocol = await db.protocols.find_one({"_id": request.protocol_digest})
     else:
         device = "cuda" if request.gpu.startswith("NVIDIA") else "cpu"
-        candidates = await db.protocols.find({"spec.comparability.family": {"$in": list(CONTROLLED_FAMILIES)}}).sort("storedAt", -1).to_list()
+        candidates = (
+            await db.protocols.find({"spec.comparability.family": {"$in": list(CONTROLLED_FAMILIES)}}).sort("storedAt", -1).to_list()
+        )
         protocol = next((p for p in candidates if protocol_device(p) == device), None)
     if protocol is None or protocol["spec"]["comparability"]["family"] not in CONTROLLED_FAMILIES:
         raise JobSpecError("NOT_FOUND", "no controlled (kernelindex_controlled) protocol found; name one", "protocol")

@@ -52,7 +52,12 @@ async def _event(db: AsyncDatabase, job: dict[str, Any], now: datetime, session:
 
 
 async def _change(
-    db: AsyncDatabase, guard: dict[str, Any], update: dict[str, Any], now: datetime, session: AsyncClientSession | None = None, **options: Any
+    db: AsyncDatabase,
+    guard: dict[str, Any],
+    update: dict[str, Any],
+    now: datetime,
+    session: AsyncClientSession | None = None,
+    **options: Any,
 ) -> dict[str, Any] | None:
     """One guarded find-and-modify and its event, in one transaction (the caller's `session`'s, if
     given); None (nothing written) when the guard matches no job."""
@@ -66,7 +71,9 @@ async def _change(
     return await work(session) if session is not None else await in_transaction(db, work)
 
 
-async def request_job(db: AsyncDatabase, *, requested_by: str, idempotency_key: str, spec: dict[str, Any], max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> tuple[dict[str, Any], bool]:
+async def request_job(
+    db: AsyncDatabase, *, requested_by: str, idempotency_key: str, spec: dict[str, Any], max_attempts: int = DEFAULT_MAX_ATTEMPTS
+) -> tuple[dict[str, Any], bool]:
     """Create a job, or return the one this requester made with the same idempotency key.
     Returns (job, created)."""
     existing = await db.jobs.find_one({"requestedBy": requested_by, "idempotencyKey": idempotency_key})
@@ -124,7 +131,10 @@ async def claim(db: AsyncDatabase, *, runner: str, gpu: str, lease_seconds: int)
     return await _change(
         db,
         {"state": JobState.queued.value, "gpu": gpu},
-        {"$set": {"state": JobState.claimed.value, "lease": lease, "updatedAt": now}, "$push": {"history": _history("claimed", now, runner=runner)}},
+        {
+            "$set": {"state": JobState.claimed.value, "lease": lease, "updatedAt": now},
+            "$push": {"history": _history("claimed", now, runner=runner)},
+        },
         now,
         sort=[("createdAt", ASCENDING)],
     )

@@ -18,6 +18,7 @@ from store.bundle import RUN_REFERENCES, Bundle
 from store.publish import PublishOutcome, existing_ids, insert_ignoring_duplicates, manifest_document, publish_many
 from store.schema import COLLECTION_BY_KIND
 
+
 @dataclass
 class SetReport:
     objects_new: int = 0
@@ -53,7 +54,9 @@ async def assemble_bundles(db: AsyncDatabase, manifests: Sequence[Manifest]) -> 
         definition_digest = found["workload"].spec.definitionDigest
         definition = by_digest.get(definition_digest) or await _stored(db, "OperationSpec", definition_digest)
         if definition is None:
-            problems.append((f"{found['workload'].metadata.name}.spec.definitionDigest", f"no OperationSpec with digest {definition_digest}"))
+            problems.append(
+                (f"{found['workload'].metadata.name}.spec.definitionDigest", f"no OperationSpec with digest {definition_digest}")
+            )
             continue
         bundles.append(Bundle(run=m, definition=definition, **found))
     if problems:

@@ -26,7 +26,7 @@ from registry.evidence import derive_evidence_level
 from registry.manifests import Manifest
 from registry.ranking import rank_rule_for, rank_value
 from store import events, groups, source_records
-from store.bundle import REFERENCED, RUN_REFERENCES, Bundle, bundle_group, check_references  # noqa: F401 (re-exported)
+from store.bundle import REFERENCED, Bundle, bundle_group, check_references
 from store.chunks import chunked
 from store.group_members import UNRANKED_ORDER
 from store.schema import COLLECTION_BY_KIND
@@ -305,7 +305,5 @@ async def _refresh_replication(db: AsyncDatabase, verified: list[_Prepared], ses
         runners: set[str] = set()
         async for doc in db.runs.find(query, {"verifiedBy": 1}, session=session):
             runners.update(doc.get("verifiedBy", []))
-        level = derive_evidence_level(
-            implementation=p.bundle.implementation.spec, verifying_runners=runners
-        ).value
+        level = derive_evidence_level(implementation=p.bundle.implementation.spec, verifying_runners=runners).value
         await db.runs.update_many({**query, "verifiedBy": {"$ne": []}}, {"$set": {"evidenceLevel": level}}, session=session)

@@ -17,9 +17,7 @@ WINDOW_PER_RUN = 2
 MIN_WINDOW = 32
 
 
-async def runs_page(
-    db: AsyncDatabase, *, query: dict[str, Any], first: int, after_seq: int | None
-) -> tuple[list[Doc], bool]:
+async def runs_page(db: AsyncDatabase, *, query: dict[str, Any], first: int, after_seq: int | None) -> tuple[list[Doc], bool]:
     """Newest first. Returns (page, has_next_page).
 
     Runs are read in windows of `seq` (the event sequence, dense across runs and events) that
@@ -40,9 +38,7 @@ async def runs_page(
     return docs[:first], len(docs) > first
 
 
-async def attestations_page(
-    db: AsyncDatabase, *, subject: str, first: int, after_seq: int | None
-) -> tuple[list[Doc], bool]:
+async def attestations_page(db: AsyncDatabase, *, subject: str, first: int, after_seq: int | None) -> tuple[list[Doc], bool]:
     query: dict[str, Any] = {"spec.subjectDigest": subject}
     if after_seq is not None:
         query["seq"] = {"$gt": after_seq}
@@ -59,17 +55,19 @@ async def definitions_by_name(db: AsyncDatabase) -> list[Doc]:
     return await db.definitions.find({}).sort("spec.name", 1).to_list()
 
 
-async def definitions_page(
-    db: AsyncDatabase, *, words: list[str], first: int, after_name: str | None
-) -> tuple[list[Doc], bool, int]:
+async def definitions_page(db: AsyncDatabase, *, words: list[str], first: int, after_name: str | None) -> tuple[list[Doc], bool, int]:
     """Definitions whose name or title contains every word (case-insensitive), by name after
     `after_name`. Returns (page, has_next_page, how many match in all)."""
-    query: dict[str, Any] = {
-        "$and": [
-            {"$or": [{field: {"$regex": re.escape(word), "$options": "i"}} for field in ("spec.name", "metadata.title")]}
-            for word in words
-        ]
-    } if words else {}
+    query: dict[str, Any] = (
+        {
+            "$and": [
+                {"$or": [{field: {"$regex": re.escape(word), "$options": "i"}} for field in ("spec.name", "metadata.title")]}
+                for word in words
+            ]
+        }
+        if words
+        else {}
+    )
     total = await db.definitions.count_documents(query)
     if after_name is not None:
         query = {"$and": [query, {"spec.name": {"$gt": after_name}}]}
@@ -81,9 +79,7 @@ async def definition_named(db: AsyncDatabase, name: str) -> Doc | None:
     return await db.definitions.find_one({"spec.name": name})
 
 
-async def related_definitions(
-    db: AsyncDatabase, *, digest: str, name: str, names: list[str], digests: list[str]
-) -> list[Doc]:
+async def related_definitions(db: AsyncDatabase, *, digest: str, name: str, names: list[str], digests: list[str]) -> list[Doc]:
     """Definitions that this one names (by benchmark `names` or `digests`), or that name it."""
     query = {
         "_id": {"$ne": digest},
@@ -101,9 +97,7 @@ async def group_exists(db: AsyncDatabase, group_key: str) -> bool:
     return await db.comparison_groups.find_one({"_id": group_key}, {"_id": 1}) is not None
 
 
-async def jobs_page(
-    db: AsyncDatabase, *, query: dict[str, Any], first: int, after: tuple[datetime, str] | None
-) -> tuple[list[Doc], bool]:
+async def jobs_page(db: AsyncDatabase, *, query: dict[str, Any], first: int, after: tuple[datetime, str] | None) -> tuple[list[Doc], bool]:
     """Newest first, keyed on (createdAt, _id): createdAt alone (milliseconds) is not unique,
     and jobs created within one millisecond would be skipped between pages."""
     if after is not None:

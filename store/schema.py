@@ -44,15 +44,11 @@ _RUN_FIELDS = {
     "groupKey": {"bsonType": "string", "pattern": DIGEST_PATTERN},
     "current": {"bsonType": "bool"},
     "status": {"enum": ["passed", "incorrect", "failed", "disqualified", "pending", "cancelled"]},
-    "evidenceLevel": {
-        "enum": ["Reported", "Reproducible", "KernelIndex Verified", "Independently Replicated"]
-    },
+    "evidenceLevel": {"enum": ["Reported", "Reproducible", "KernelIndex Verified", "Independently Replicated"]},
     "seq": {"bsonType": ["int", "long"]},
 }
 
-VALIDATORS: dict[str, dict] = {
-    collection: _manifest_validator(kind) for kind, collection in COLLECTION_BY_KIND.items()
-}
+VALIDATORS: dict[str, dict] = {collection: _manifest_validator(kind) for kind, collection in COLLECTION_BY_KIND.items()}
 VALIDATORS["runs"] = _manifest_validator(
     "BenchmarkRun",
     ("definitionDigest", "groupKey", "current", "status", "evidenceLevel", "seq"),
@@ -134,6 +130,8 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("externalId", ASCENDING)], name="external_id"),
     ],
     "events": [IndexModel([("seq", ASCENDING)], name="seq", unique=True)],
+    # resolveKernel and definition(name:) look a definition up by its name.
+    "definitions": [IndexModel([("spec.name", ASCENDING)], name="name")],
     "comparison_groups": [IndexModel([("definitionDigest", ASCENDING)], name="definition")],
     "source_snapshots": [IndexModel([("source", ASCENDING), ("url", ASCENDING)], name="source_url")],
     "jobs": [

@@ -42,6 +42,9 @@ async def remember(db: AsyncDatabase, fingerprints: dict[str, str]) -> None:
     rebuilt after the loader changed and found unchanged, so the next import skips them."""
     if fingerprints:
         await db.runs.bulk_write(
-            [UpdateOne({"_id": digest, FIELD: {"$ne": fingerprint}}, {"$set": {FIELD: fingerprint}}) for digest, fingerprint in fingerprints.items()],
+            [
+                UpdateOne({"_id": digest, FIELD: {"$ne": fingerprint}}, {"$set": {FIELD: fingerprint}})
+                for digest, fingerprint in fingerprints.items()
+            ],
             ordered=False,
         )

@@ -23,8 +23,8 @@ from registry.dsse import (
 )
 from registry.manifests import Manifest, ManifestError, RunStatus, parse_manifest
 from store import jobs
-from store.keys import ApiKey
 from store.bundle import RUN_REFERENCES, Bundle
+from store.keys import ApiKey
 from store.publish import AlsoWrite, publish
 from store.schema import COLLECTION_BY_KIND
 
@@ -83,8 +83,10 @@ async def accept_result(db: AsyncDatabase, *, job_id: str, runner: ApiKey, envel
     if run.spec.environmentDigest != manifest_digest(environment):
         raise ResultError("DIGEST_MISMATCH", "the run does not reference the environment it carries")
     if environment.spec.hardware.product != job["gpu"]:
-        raise ResultError("DIGEST_MISMATCH", f"the result was measured on {environment.spec.hardware.product}, the job asked for {job['gpu']}")
-    for role, (field, kind) in RUN_REFERENCES.items():
+        raise ResultError(
+            "DIGEST_MISMATCH", f"the result was measured on {environment.spec.hardware.product}, the job asked for {job['gpu']}"
+        )
+    for role, (field, _kind) in RUN_REFERENCES.items():
         if role == "environment":
             continue
         if getattr(run.spec, field) != expected[field]:
@@ -92,7 +94,9 @@ async def accept_result(db: AsyncDatabase, *, job_id: str, runner: ApiKey, envel
     bundle = await _bundle(db, run, environment, signer)
     if run.spec.status is not RunStatus.passed:
         failed = await jobs.transition(
-            db, job, jobs.JobState.failed,
+            db,
+            job,
+            jobs.JobState.failed,
             failure={"code": jobs.FailureCode.incorrect_numerical.value, "message": f"the run's status is {run.spec.status.value}"},
             resultEnvelope=envelope,
         )
@@ -113,9 +117,7 @@ async def accept_result(db: AsyncDatabase, *, job_id: str, runner: ApiKey, envel
 
 async def _bundle(db: AsyncDatabase, run: Manifest, environment: Manifest, signer: str) -> Bundle:
     references = {
-        role: await _stored(db, kind, getattr(run.spec, field))
-        for role, (field, kind) in RUN_REFERENCES.items()
-        if role != "environment"
+        role: await _stored(db, kind, getattr(run.spec, field)) for role, (field, kind) in RUN_REFERENCES.items() if role != "environment"
     }
     if any(ref is None for ref in references.values()):
         raise ResultError("DIGEST_MISMATCH", "an object the run references is not in the registry")
@@ -132,7 +134,9 @@ async def _publish_verified(
     and `also`, in one transaction."""
 
     async def verify(session: AsyncClientSession) -> None:
-        await db.runs.update_one({"_id": digest, "verification": {"$exists": False}}, {"$set": {"verification": verification}}, session=session)
+        await db.runs.update_one(
+            {"_id": digest, "verification": {"$exists": False}}, {"$set": {"verification": verification}}, session=session
+        )
         if also is not None:
             await also(session)
 

@@ -12,9 +12,7 @@ def subset_suite(suite: Manifest, cases: list[int]) -> Manifest:
         return suite
     picked = [suite.spec.cases[i] for i in sorted(set(cases))]
     spec = suite.spec.model_dump(mode="json", exclude_defaults=True)
-    spec["cases"] = [
-        {**case.model_dump(mode="json", exclude_defaults=True), "index": position} for position, case in enumerate(picked)
-    ]
+    spec["cases"] = [{**case.model_dump(mode="json", exclude_defaults=True), "index": position} for position, case in enumerate(picked)]
     spec["source"] = {"source": "kernelindex", "benchmark": suite.metadata.name, "externalId": manifest_digest(suite)}
     label = "-".join(str(i) for i in sorted(set(cases)))
     return make_manifest(

@@ -13,10 +13,10 @@ import pytest
 import pytest_asyncio
 from asgi_lifespan import LifespanManager
 
-from gateway.app import create_app
-from gateway.embedded import EmbeddedServer
-from gateway.settings import Settings
+from server.app import create_app
+from server.settings import Settings
 from store.client import make_client
+from store.embedded import EmbeddedServer
 from store.schema import ensure_schema
 
 
@@ -76,10 +76,12 @@ def live_site(db, mongo_uri):
 
     import uvicorn
 
-    from gateway.embedded import free_port
+    from store.embedded import free_port
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(mongo_uri, Settings(database=db.name)), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(mongo_uri, Settings(database=db.name)), host="127.0.0.1", port=port, log_level="warning")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from registry.digest import manifest_digest
 from registry.manifests import Manifest, make_manifest
-from store.publish import Bundle
+from store.bundle import Bundle
 
 SOURCE = "synthetic-bench"
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -29,20 +28,27 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.embedded import free_port
+from store.embedded import free_port
 from tests.command import KERNELINDEX
 
 REPO = Path(__file__).resolve().parents[1]
 # Every README.md in the tree (a new one is picked up too). kernels/BENCHMARKS.md is not among
 # them: it is a lab notebook, with commands as they were run at the time.
 READMES = sorted(
-    str(path.relative_to(REPO)) for path in REPO.rglob("README.md")
+    str(path.relative_to(REPO))
+    for path in REPO.rglob("README.md")
     if not {"node_modules", ".venv", ".git"} & set(path.relative_to(REPO).parts)
 )
 
 LONG_RUNNING = (
-    "make serve", "make test", "make bench-api", "make bench-import", "make bench-subscriptions",
-    "kernelindex serve", "kernelindex bench", "python bench/",
+    "make serve",
+    "make test",
+    "make bench-api",
+    "make bench-import",
+    "make bench-subscriptions",
+    "kernelindex serve",
+    "kernelindex bench",
+    "python bench/",
 )
 EXPECTED_OUTPUT = {"kernelindex jobs show": "(KernelIndex Verified, passed)"}
 
@@ -177,7 +183,7 @@ def served(mongo_uri, tmp_path_factory):
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
                     break
-            except (httpx.HTTPError, socket.error):
+            except (OSError, httpx.HTTPError):
                 pass
             time.sleep(0.5)
         yield env, tmp_path_factory.mktemp("reader")

@@ -9,12 +9,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-OUTSIDE = re.compile("|".join([
-    r"\.\./" + "shared",                      # a relative link out of the tree
-    "/work/" + "shared",                      # the development machine's absolute path
-    r"""parents?\[?\d*\]?\s*/\s*["']""" + "shared",  # a Path's parent(s[n]) joined with that name
-    r"\b" + "shared" + r"/(seed|data|DESIGN|hooks)\b",  # the sibling folder's contents by name
-]))
+OUTSIDE = re.compile(
+    "|".join(
+        [
+            r"\.\./" + "shared",  # a relative link out of the tree
+            "/work/" + "shared",  # the development machine's absolute path
+            r"""parents?\[?\d*\]?\s*/\s*["']""" + "shared",  # a Path's parent(s[n]) joined with that name
+            r"\b" + "shared" + r"/(seed|data|DESIGN|hooks)\b",  # the sibling folder's contents by name
+        ]
+    )
+)
 
 
 def tracked_text_files() -> list[Path]:
@@ -38,7 +42,11 @@ def test_no_tracked_file_reaches_outside_the_repository():
 def test_the_pattern_catches_what_it_is_for():
     # The examples are assembled from pieces so that this file itself names no outside path.
     sibling = "sha" + "red"
-    for line in [f'SEED = Path(__file__).resolve().parents[3] / "{sibling}" / "seed"', f"Design: `../{sibling}/DESIGN.md`",
-                 f'SHARED = REPO.parent / "{sibling}"', f"from {sibling}/data/sol-execbench/x.json"]:
+    for line in [
+        f'SEED = Path(__file__).resolve().parents[3] / "{sibling}" / "seed"',
+        f"Design: `../{sibling}/DESIGN.md`",
+        f'SHARED = REPO.parent / "{sibling}"',
+        f"from {sibling}/data/sol-execbench/x.json",
+    ]:
         assert OUTSIDE.search(line), line
     assert not OUTSIDE.search("MAX_SHARED_BACKLOG = 1000; a shared listener")

@@ -22,13 +22,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("operation", help="operation key, e.g. 051")
-    p.add_argument("--impl", default=None,
-                   help="comma-separated implementation names (default: reference,compile,ext-hybrid on "
-                        "cuda; reference on cpu). The reference is always run: it is T_b.")
+    p.add_argument(
+        "--impl",
+        default=None,
+        help="comma-separated implementation names (default: reference,compile,ext-hybrid on "
+        "cuda; reference on cpu). The reference is always run: it is T_b.",
+    )
     p.add_argument("--out", required=True, type=Path, help="output directory")
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    p.add_argument("--cases", default=None,
-                   help="all | small | comma-separated case indices (default: all on cuda, small on cpu)")
+    p.add_argument("--cases", default=None, help="all | small | comma-separated case indices (default: all on cuda, small on cpu)")
     p.add_argument("--rounds", type=int, default=5, help="correctness rounds per case (>= 1)")
     p.add_argument("--samples", type=int, default=None, help="timed samples per case (default 50; cpu 5)")
     p.add_argument("--warmups", type=int, default=None, help="warm-ups per case (default 10; cpu 1)")
@@ -71,8 +73,7 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
             idx = [int(c) for c in cases.split(",")]
             shapes = [op.case_shapes[i] for i in idx]
         except (ValueError, IndexError):
-            print(f"error: --cases must be all, small or case indices 0..{len(op.case_shapes) - 1}",
-                  file=sys.stderr)
+            print(f"error: --cases must be all, small or case indices 0..{len(op.case_shapes) - 1}", file=sys.stderr)
             return 2
         if idx != list(range(len(idx))):
             # A WorkloadSuite's cases are indexed in order; a subset is its own (ad hoc) suite.
@@ -93,8 +94,11 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
         seed=args.seed,
     )
     if device == "cuda" and (settings.warmups < 10 or settings.samples < 50):
-        print("note: the v1 protocol asks for >= 10 warm-ups and >= 50 samples; this run uses "
-              f"{settings.warmups} and {settings.samples} (recorded in its protocol)", file=sys.stderr)
+        print(
+            "note: the v1 protocol asks for >= 10 warm-ups and >= 50 samples; this run uses "
+            f"{settings.warmups} and {settings.samples} (recorded in its protocol)",
+            file=sys.stderr,
+        )
     try:
         records, product = run_benchmark(op, impls, shapes, settings)
     except RuntimeError as exc:
@@ -104,10 +108,12 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     print(result["summary"])
     for run in result["runs"]:
         agg = run.spec.aggregates
-        print(f"{run.metadata.labels.get('implementation')}: status {run.spec.status.value}, "
-              f"geomean {agg['geomeanLatencyNs'] / 1000:.2f} us"
-              + (f", mean S {agg['meanSolScore']:.3f}" if "meanSolScore" in agg else "")
-              + f", faster than reference on {agg['casesFasterThanReference']}/{agg['caseCount']}")
+        print(
+            f"{run.metadata.labels.get('implementation')}: status {run.spec.status.value}, "
+            f"geomean {agg['geomeanLatencyNs'] / 1000:.2f} us"
+            + (f", mean S {agg['meanSolScore']:.3f}" if "meanSolScore" in agg else "")
+            + f", faster than reference on {agg['casesFasterThanReference']}/{agg['caseCount']}"
+        )
     print(f"wrote {args.out}/manifests.json, raw.json, summary.md" + (", chart.png" if (args.out / "chart.png").exists() else ""))
     failed = [r for r in result["runs"] if r.spec.status.value != "passed"]
     missing = [n for n, rec in records.items() if rec.load_error]

@@ -12,8 +12,9 @@ of them), although the output is as accurate as the definition's."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 ATOL = 1e-2
 RTOL = 1e-2
@@ -81,19 +82,16 @@ def compare(name: str, out: Any, ref: Any, dtype: str, tol: Tolerance) -> Output
     if not isinstance(out, torch.Tensor):
         return OutputResult(name, False, 0.0, None, f"{name}: not a tensor ({type(out).__name__})")
     if tuple(out.shape) != tuple(ref.shape):
-        return OutputResult(name, False, 0.0, None,
-                            f"{name}: shape {list(out.shape)}, expected {list(ref.shape)}")
+        return OutputResult(name, False, 0.0, None, f"{name}: shape {list(out.shape)}, expected {list(ref.shape)}")
     if str(out.dtype).replace("torch.", "") != dtype:
-        return OutputResult(name, False, 0.0, None,
-                            f"{name}: dtype {str(out.dtype).replace('torch.', '')}, expected {dtype}")
+        return OutputResult(name, False, 0.0, None, f"{name}: dtype {str(out.dtype).replace('torch.', '')}, expected {dtype}")
     o = out.detach().float()
     r = ref.detach().float().to(o.device)
     finite = torch.isfinite(o)
     if not bool(finite.all()):
         bad = int((~finite).sum())
         nan = int(torch.isnan(o).sum())
-        return OutputResult(name, False, 0.0, None,
-                            f"{name}: {bad} non-finite elements ({nan} NaN) — unwritten or invalid")
+        return OutputResult(name, False, 0.0, None, f"{name}: {bad} non-finite elements ({nan} NaN) — unwritten or invalid")
     if o.numel() > 0 and not bool(o.any()) and bool(r.any()):
         return OutputResult(name, False, 0.0, 0.0, f"{name}: all zero")
     err = (o - r).abs()
@@ -102,9 +100,13 @@ def compare(name: str, out: Any, ref: Any, dtype: str, tol: Tolerance) -> Output
     ratio = float(ok.float().mean()) if ok.numel() else 1.0
     max_err = float(err.max()) if err.numel() else 0.0
     passed = ratio >= tol.min_matched_ratio
-    failure = None if passed else (
-        f"{name}: {ratio:.4%} of elements within atol {tol.atol}·{scale:.3g} + rtol {tol.rtol}·|ref| "
-        f"(needs {tol.min_matched_ratio:.0%}); max |err| {max_err:.4g}"
+    failure = (
+        None
+        if passed
+        else (
+            f"{name}: {ratio:.4%} of elements within atol {tol.atol}·{scale:.3g} + rtol {tol.rtol}·|ref| "
+            f"(needs {tol.min_matched_ratio:.0%}); max |err| {max_err:.4g}"
+        )
     )
     return OutputResult(name, passed, ratio, max_err, failure)
 
@@ -140,20 +142,22 @@ def run_round(
             outputs = op.allocate_outputs(batch, seq, device)  # NaN-filled
             call_out(outputs, **inputs)
         else:
-            poison_allocator([(tuple(e.shape), d) for e, d in zip(
-                expected, [getattr(torch, definition.OUTPUTS[n][1]) for n in definition.OUTPUT_NAMES]
-            )], device)
+            poison_allocator(
+                [
+                    (tuple(e.shape), d)
+                    for e, d in zip(expected, [getattr(torch, definition.OUTPUTS[n][1]) for n in definition.OUTPUT_NAMES])
+                ],
+                device,
+            )
             outputs = call(**inputs)
         if device == "cuda":
             torch.cuda.synchronize()
     except Exception as exc:  # an implementation that raises fails the round
         return RoundResult(round_index, seed, False, [], f"{type(exc).__name__}: {exc}")
     if not isinstance(outputs, (tuple, list)) or len(outputs) != len(definition.OUTPUT_NAMES):
-        return RoundResult(round_index, seed, False, [],
-                           f"expected {len(definition.OUTPUT_NAMES)} outputs, got {type(outputs).__name__}")
+        return RoundResult(round_index, seed, False, [], f"expected {len(definition.OUTPUT_NAMES)} outputs, got {type(outputs).__name__}")
     results = [
-        compare(name, out, ref, definition.OUTPUTS[name][1], tol)
-        for name, out, ref in zip(definition.OUTPUT_NAMES, outputs, expected)
+        compare(name, out, ref, definition.OUTPUTS[name][1], tol) for name, out, ref in zip(definition.OUTPUT_NAMES, outputs, expected)
     ]
     failures = [r.failure for r in results if not r.passed]
     return RoundResult(round_index, seed, not failures, results, "; ".join(failures) or None)
@@ -164,13 +168,31 @@ def round_seed(base_seed: int, case_index: int, round_index: int) -> int:
 
 
 def check_case(
-    *, op: Any, call, call_out, batch: int, seq: int, case_index: int, rounds: int, base_seed: int,
-    device: str, tol: Tolerance,
+    *,
+    op: Any,
+    call,
+    call_out,
+    batch: int,
+    seq: int,
+    case_index: int,
+    rounds: int,
+    base_seed: int,
+    device: str,
+    tol: Tolerance,
 ) -> CaseCheck:
     results = []
     for r in range(rounds):
-        results.append(run_round(
-            op=op, call=call, call_out=call_out, batch=batch, seq=seq,
-            seed=round_seed(base_seed, case_index, r), round_index=r, device=device, tol=tol,
-        ))
+        results.append(
+            run_round(
+                op=op,
+                call=call,
+                call_out=call_out,
+                batch=batch,
+                seq=seq,
+                seed=round_seed(base_seed, case_index, r),
+                round_index=r,
+                device=device,
+                tol=tol,
+            )
+        )
     return CaseCheck(results)

@@ -12,8 +12,7 @@ from registry.manifests import Manifest, make_manifest
 
 def _nvidia_smi(query: str) -> str | None:
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0 or not out.stdout.strip():
@@ -69,5 +68,6 @@ def environment_spec(device: str) -> dict:
 def environment_manifest(device: str) -> Manifest:
     spec = environment_spec(device)
     slug = re.sub(r"[^a-z0-9]+", "-", spec["hardware"]["product"].lower()).strip("-")[:60] or "machine"
-    return make_manifest("ExecutionEnvironment", f"env-{slug}", spec,
-                         title=f"{spec['hardware']['product']} ({spec['hardware']['architecture']})")
+    return make_manifest(
+        "ExecutionEnvironment", f"env-{slug}", spec, title=f"{spec['hardware']['product']} ({spec['hardware']['architecture']})"
+    )

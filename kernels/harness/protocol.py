@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from registry.manifests import Manifest, make_manifest
-
 from kernels.harness import timing
 from kernels.harness.correctness import COMPARATOR, Tolerance
+from registry.manifests import Manifest, make_manifest
 
 HARNESS_NAME = "kernelindex-controlled"
 HARNESS_VERSION = "v1"
@@ -72,7 +71,7 @@ def protocol_spec(settings: Settings) -> dict:
             "family": FAMILY,
             "version": HARNESS_VERSION,
             "notes": "Device time from CUDA-graph replay, L2 flushed, median; comparable only among "
-                     "runs of this family and version on the same GPU product.",
+            "runs of this family and version on the same GPU product.",
         }
     else:
         measurement = {
@@ -86,8 +85,11 @@ def protocol_spec(settings: Settings) -> dict:
                 "call, one torch thread, no cache flush, tiny shapes. Not comparable with device-time protocols."
             ),
         }
-        comparability = {"family": CPU_FAMILY, "version": HARNESS_VERSION,
-                         "notes": "CPU wall clock; a smoke test of the harness, not a benchmark."}
+        comparability = {
+            "family": CPU_FAMILY,
+            "version": HARNESS_VERSION,
+            "notes": "CPU wall clock; a smoke test of the harness, not a benchmark.",
+        }
     return {
         "harness": {"name": HARNESS_NAME, "version": HARNESS_VERSION},
         "correctness": correctness,
@@ -98,5 +100,6 @@ def protocol_spec(settings: Settings) -> dict:
 
 def protocol_manifest(settings: Settings) -> Manifest:
     name = f"{HARNESS_NAME}-{HARNESS_VERSION}-{settings.device}"
-    return make_manifest("BenchmarkProtocol", name, protocol_spec(settings),
-                         title=f"KernelIndex controlled harness {HARNESS_VERSION} ({settings.device})")
+    return make_manifest(
+        "BenchmarkProtocol", name, protocol_spec(settings), title=f"KernelIndex controlled harness {HARNESS_VERSION} ({settings.device})"
+    )

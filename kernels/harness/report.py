@@ -11,14 +11,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from registry.digest import manifest_digest
-from registry.manifests import Manifest, make_manifest
-
 from kernels.harness import timing
 from kernels.harness.correctness import COMPARATOR
 from kernels.harness.gpus import sol_score
 from kernels.harness.protocol import Settings, protocol_manifest
 from kernels.harness.run import CaseRecord, ImplRecord
+from registry.digest import manifest_digest
+from registry.manifests import Manifest, make_manifest
 
 
 def geomean(values: list[float]) -> float | None:
@@ -78,8 +77,7 @@ def _case_result(case: CaseRecord, reference: CaseRecord | None) -> dict[str, An
             "rounds": len(case.check.rounds),
             "passed": case.check.passed,
             "outputs": {
-                name: {k: (round(v, 8) if isinstance(v, float) else v) for k, v in o.items()}
-                for name, o in case.check.per_output().items()
+                name: {k: (round(v, 8) if isinstance(v, float) else v) for k, v in o.items()} for name, o in case.check.per_output().items()
             },
         }
         failure = case.check.failure() or case.error
@@ -90,8 +88,15 @@ def _case_result(case: CaseRecord, reference: CaseRecord | None) -> dict[str, An
 
 
 def run_manifest(
-    rec: ImplRecord, reference: ImplRecord | None, *, protocol_digest: str, workload_digest: str,
-    environment_digest: str, implementation_digest: str, observed_at: str, env_slug: str,
+    rec: ImplRecord,
+    reference: ImplRecord | None,
+    *,
+    protocol_digest: str,
+    workload_digest: str,
+    environment_digest: str,
+    implementation_digest: str,
+    observed_at: str,
+    env_slug: str,
     artifacts: list[dict[str, Any]],
 ) -> Manifest | None:
     ref_cases = {c.index: c for c in reference.cases} if reference is not None else {}
@@ -104,8 +109,7 @@ def run_manifest(
     status = "failed" if "failed" in statuses else ("incorrect" if "incorrect" in statuses else "passed")
     scores = [c["solScore"] for c in cases if "solScore" in c]
     faster = sum(
-        1 for c in cases
-        if c.get("latencyNs") and c.get("referenceLatencyNs") and c["latencyNs"]["median"] < c["referenceLatencyNs"]
+        1 for c in cases if c.get("latencyNs") and c.get("referenceLatencyNs") and c["latencyNs"]["median"] < c["referenceLatencyNs"]
     )
     aggregates: dict[str, Any] = {
         "geomeanLatencyNs": round(geo),
@@ -145,9 +149,13 @@ def run_manifest(
     }
     stamp = observed_at.replace("-", "").replace(":", "").replace(".", "").lower()
     name = f"{rec.impl.manifest_name()}-{env_slug}-{stamp}"[:200]
-    return make_manifest("BenchmarkRun", name, spec,
-                         title=f"{rec.impl.title} on {env_slug}",
-                         labels={"implementation": rec.impl.name, "operation": rec.impl.operation})
+    return make_manifest(
+        "BenchmarkRun",
+        name,
+        spec,
+        title=f"{rec.impl.title} on {env_slug}",
+        labels={"implementation": rec.impl.name, "operation": rec.impl.operation},
+    )
 
 
 def chart(records: dict[str, ImplRecord], path: Path, title: str) -> bool:
@@ -176,8 +184,15 @@ def chart(records: dict[str, ImplRecord], path: Path, title: str) -> bool:
         if all(math.isnan(y) for y in ys):
             continue
         main = name == fastest
-        ax.plot(xs, ys, marker="o", label=name, linewidth=2.6 if main else 1.4, zorder=5 if main else 3,
-                alpha=1.0 if main or name in ("reference", "compile") else 0.6)
+        ax.plot(
+            xs,
+            ys,
+            marker="o",
+            label=name,
+            linewidth=2.6 if main else 1.4,
+            zorder=5 if main else 3,
+            alpha=1.0 if main or name in ("reference", "compile") else 0.6,
+        )
     sols = [any_rec.cases[i].sol_ns for i in order]
     if all(sols):
         ax.plot(xs, [s / 1000 for s in sols], "k--", label="SOL bound")
@@ -201,8 +216,7 @@ def summary_markdown(records: dict[str, ImplRecord], product: str | None) -> str
     lines = [head, sep]
     any_rec = next(iter(records.values()))
     for i, c in enumerate(any_rec.cases):
-        row = [str(c.index), str(c.batch), str(c.seq), str(c.tokens),
-               f"{c.sol_ns / 1000:.2f}" if c.sol_ns else "–"]
+        row = [str(c.index), str(c.batch), str(c.seq), str(c.tokens), f"{c.sol_ns / 1000:.2f}" if c.sol_ns else "–"]
         for n in names:
             cc = records[n].cases[i]
             mark = "" if (cc.check is not None and cc.check.passed and not cc.error) else " ✗"
@@ -224,13 +238,19 @@ def summary_markdown(records: dict[str, ImplRecord], product: str | None) -> str
 
 
 def write_outputs(
-    out_dir: Path, op: Any, shapes: list[tuple[int, int]], small: bool, settings: Settings,
-    records: dict[str, ImplRecord], product: str | None, command: list[str],
+    out_dir: Path,
+    op: Any,
+    shapes: list[tuple[int, int]],
+    small: bool,
+    settings: Settings,
+    records: dict[str, ImplRecord],
+    product: str | None,
+    command: list[str],
 ) -> dict[str, Any]:
     from kernels.harness.environment import environment_manifest
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    observed = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    observed = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
     definition = definition_manifest(op)
     ddig = manifest_digest(definition)
@@ -244,35 +264,46 @@ def write_outputs(
     chart_path = out_dir / "chart.png"
     title = f"{op.key} {op.title} — {product or 'CPU'} (median, {protocol.spec.measurement.timer})"
     if chart(records, chart_path, title):
-        artifacts.append({
-            "name": "chart.png", "mediaType": "image/png", "uri": "chart.png",
-            "digest": "sha256:" + hashlib.sha256(chart_path.read_bytes()).hexdigest(),
-        })
+        artifacts.append(
+            {
+                "name": "chart.png",
+                "mediaType": "image/png",
+                "uri": "chart.png",
+                "digest": "sha256:" + hashlib.sha256(chart_path.read_bytes()).hexdigest(),
+            }
+        )
 
     reference = records.get("reference")
     runs = []
     for name, rec in records.items():
         m = run_manifest(
-            rec, reference, protocol_digest=manifest_digest(protocol),
-            workload_digest=manifest_digest(workload), environment_digest=manifest_digest(environment),
-            implementation_digest=manifest_digest(impl_manifests[name]), observed_at=observed,
-            env_slug=env_slug, artifacts=artifacts,
+            rec,
+            reference,
+            protocol_digest=manifest_digest(protocol),
+            workload_digest=manifest_digest(workload),
+            environment_digest=manifest_digest(environment),
+            implementation_digest=manifest_digest(impl_manifests[name]),
+            observed_at=observed,
+            env_slug=env_slug,
+            artifacts=artifacts,
         )
         if m is not None:
             runs.append(m)
 
     manifests = [definition, workload, protocol, environment, *impl_manifests.values(), *runs]
-    (out_dir / "manifests.json").write_text(
-        json.dumps([m.to_json() for m in manifests], indent=1, ensure_ascii=False) + "\n"
-    )
+    (out_dir / "manifests.json").write_text(json.dumps([m.to_json() for m in manifests], indent=1, ensure_ascii=False) + "\n")
     raw = {
         "command": command,
         "observedAt": observed,
         "device": settings.device,
         "product": product,
         "settings": {
-            "rounds": settings.rounds, "warmups": settings.warmups, "samples": settings.samples,
-            "seed": settings.seed, "atol": settings.tolerance.atol, "rtol": settings.tolerance.rtol,
+            "rounds": settings.rounds,
+            "warmups": settings.warmups,
+            "samples": settings.samples,
+            "seed": settings.seed,
+            "atol": settings.tolerance.atol,
+            "rtol": settings.tolerance.rtol,
             "minMatchedRatio": settings.tolerance.min_matched_ratio,
         },
         "digests": {m.metadata.name: manifest_digest(m) for m in manifests},
@@ -283,15 +314,26 @@ def write_outputs(
                 "seconds": round(rec.seconds, 3),
                 "cases": [
                     {
-                        "index": c.index, "batch_size": c.batch, "seq_len": c.seq, "tokens": c.tokens,
-                        "flops": c.flops, "minBytes": c.min_bytes, "solNs": c.sol_ns,
-                        "samplesNs": c.samples_ns, "eagerNs": c.eager_ns, "error": c.error,
+                        "index": c.index,
+                        "batch_size": c.batch,
+                        "seq_len": c.seq,
+                        "tokens": c.tokens,
+                        "flops": c.flops,
+                        "minBytes": c.min_bytes,
+                        "solNs": c.sol_ns,
+                        "samplesNs": c.samples_ns,
+                        "eagerNs": c.eager_ns,
+                        "error": c.error,
                         "rounds": [
                             {
-                                "round": r.round, "seed": r.seed, "passed": r.passed, "failure": r.failure,
-                                "outputs": {o.name: {"matchedRatio": o.matched_ratio,
-                                                     "maxAbsError": o.max_abs_error,
-                                                     "passed": o.passed} for o in r.outputs},
+                                "round": r.round,
+                                "seed": r.seed,
+                                "passed": r.passed,
+                                "failure": r.failure,
+                                "outputs": {
+                                    o.name: {"matchedRatio": o.matched_ratio, "maxAbsError": o.max_abs_error, "passed": o.passed}
+                                    for o in r.outputs
+                                },
                             }
                             for r in (c.check.rounds if c.check else [])
                         ],

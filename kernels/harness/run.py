@@ -7,8 +7,9 @@ import gc
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from kernels.harness import gpus, timing
 from kernels.harness.correctness import CaseCheck, check_case, round_seed
@@ -109,19 +110,23 @@ def run_benchmark(
             t0 = time.time()
             try:
                 case.check = check_case(
-                    op=op, call=call, call_out=call_out, batch=b, seq=s, case_index=index,
-                    rounds=settings.rounds, base_seed=settings.seed, device=device,
+                    op=op,
+                    call=call,
+                    call_out=call_out,
+                    batch=b,
+                    seq=s,
+                    case_index=index,
+                    rounds=settings.rounds,
+                    base_seed=settings.seed,
+                    device=device,
                     tol=settings.tolerance,
                 )
                 inputs = op.make_inputs(b, s, round_seed(settings.seed, index, 10_000), device)
                 if device == "cuda":
-                    case.samples_ns = timing.time_graph(call, inputs, warmups=settings.warmups,
-                                                        samples=settings.samples, flush=flush)
-                    case.eager_ns = timing.time_eager(call, inputs, warmups=settings.warmups,
-                                                      samples=settings.samples, flush=flush)
+                    case.samples_ns = timing.time_graph(call, inputs, warmups=settings.warmups, samples=settings.samples, flush=flush)
+                    case.eager_ns = timing.time_eager(call, inputs, warmups=settings.warmups, samples=settings.samples, flush=flush)
                 else:
-                    case.samples_ns = timing.time_wall(call, inputs, warmups=settings.warmups,
-                                                       samples=settings.samples)
+                    case.samples_ns = timing.time_wall(call, inputs, warmups=settings.warmups, samples=settings.samples)
                     case.eager_ns = list(case.samples_ns)
                 del inputs
             except Exception as exc:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 GRAPH_TIMER = "cuda_graph_replay_events"
-EAGER_TIMER = "cuda_eager_events"
 CPU_TIMER = "wall_clock_perf_counter"
 
 
@@ -62,8 +62,7 @@ def _warm(fn: Callable[..., Any], inputs: dict[str, Any], calls: int = 3) -> Non
     torch.cuda.synchronize()
 
 
-def time_graph(fn: Callable[..., Any], inputs: dict[str, Any], *, warmups: int, samples: int,
-               flush: L2Flush) -> list[int]:
+def time_graph(fn: Callable[..., Any], inputs: dict[str, Any], *, warmups: int, samples: int, flush: L2Flush) -> list[int]:
     import torch
 
     _warm(fn, inputs)
@@ -87,8 +86,7 @@ def time_graph(fn: Callable[..., Any], inputs: dict[str, Any], *, warmups: int, 
     return out
 
 
-def time_eager(fn: Callable[..., Any], inputs: dict[str, Any], *, warmups: int, samples: int,
-               flush: L2Flush) -> list[int]:
+def time_eager(fn: Callable[..., Any], inputs: dict[str, Any], *, warmups: int, samples: int, flush: L2Flush) -> list[int]:
     import torch
 
     _warm(fn, inputs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.api_client import ApiClient, ApiError
+from client.api import ApiClient, ApiError
 
 __all__ = ["ApiError", "RegistryClient"]
 

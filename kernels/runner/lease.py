@@ -15,7 +15,7 @@ class LeaseKeeper:
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._renew, name=f"lease-{job_id}", daemon=True)
 
-    def __enter__(self) -> "LeaseKeeper":
+    def __enter__(self) -> LeaseKeeper:
         self._thread.start()
         return self
 

@@ -75,12 +75,10 @@ def main() -> int:
     out_path = sys.argv[1]
     argv = sys.argv[2:]
     samples = int(argv[argv.index("--samples") + 1]) if "--samples" in argv else 30
-    modes = (argv[argv.index("--modes") + 1].split(",") if "--modes" in argv
-             else ["auto", "nopdl", "dbg-gemm", "dbg-norm"])
+    modes = argv[argv.index("--modes") + 1].split(",") if "--modes" in argv else ["auto", "nopdl", "dbg-gemm", "dbg-norm"]
     import importlib
 
     import torch
-
     from oracle import (  # beside this script
         ODD_SHAPES,
         check_entry_points,
@@ -91,12 +89,15 @@ def main() -> int:
         time_cases,
     )
     from oracle import check as oracle_check
+
     from kernels.harness import timing
     from kernels.harness.correctness import Tolerance
     from kernels.ops.qkv_qknorm_backward import definition as d
 
     module = argv[argv.index("--module") + 1] if "--module" in argv else "ext_streamnorm"
-    e = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{module}")
+    from debug import streamnorm  # beside this script: ext_streamnorm with its debug modes and timeline()
+
+    e = streamnorm if module == "ext_streamnorm" else importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{module}")
     from kernels.ops.qkv_qknorm_backward.inputs import allocate_outputs, make_inputs
     from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
 
@@ -114,8 +115,10 @@ def main() -> int:
         entry = {"B": b, "S": s, "T": b * s, "plan": p, **check_entry_points(e, b, s, 7000 + 31 * i, tol)}
         result["shapes"].append(entry)
         result["ok"] = result["ok"] and entry_ok(entry)
-        print(entry_line(b, s, entry, f"bm{p['bm']}-c{p['cluster']}-w{p['sw']}-x{p['sx']}{'-xf' if p['x_first'] else ''} "
-                                      f"grid={p['grid']}"), flush=True)
+        print(
+            entry_line(b, s, entry, f"bm{p['bm']}-c{p['cluster']}-w{p['sw']}-x{p['sx']}{'-xf' if p['x_first'] else ''} grid={p['grid']}"),
+            flush=True,
+        )
         if not result["ok"] and "--keep-going" not in argv:
             break
 
@@ -130,14 +133,15 @@ def main() -> int:
                 try:
                     e.qkv_qknorm_backward_out(outs, mode=m, **inputs)
                     torch.cuda.synchronize()
-                    ok, fails, rel = oracle_check(outs, ref, tol)
+                    ok, fails, _rel = oracle_check(outs, ref, tol)
                 except Exception as exc:
-                    ok, fails, rel = False, [f"{type(exc).__name__}: {exc}"[:200]], {}
+                    ok, fails, _rel = False, [f"{type(exc).__name__}: {exc}"[:200]], {}
                 if not ok:
                     bad.append((b, s, fails[:2]))
             result.setdefault("check_modes", {})[m] = {"failed": [list(x[:2]) for x in bad]}
-            print(f"check {m}: {len(odd) + len(d.CASE_SHAPES) - len(bad)} shapes passed"
-                  + (f", FAILED {bad[:3]}" if bad else ""), flush=True)
+            print(
+                f"check {m}: {len(odd) + len(d.CASE_SHAPES) - len(bad)} shapes passed" + (f", FAILED {bad[:3]}" if bad else ""), flush=True
+            )
             if bad:
                 result["ok"] = False
 
@@ -149,10 +153,14 @@ def main() -> int:
             good = sorted((v["median"], k) for k, v in row.items() if "median" in v)
             bad = [k for k, v in row.items() if "error" in v]
             auto = e.plan(t, sms)
-            print(f"sweep T={t:5d}: best " + "  ".join(f"{k} {ns / 1000:.2f}" for ns, k in good[:4])
-                  + f" | auto=bm{auto['bm']}-c{auto['cluster']}-w{auto['sw']}-x{auto['sx']}"
-                  + ("-xf" if auto["x_first"] else "") + (f" | {len(bad)} failed: {bad[:3]} {row[bad[0]]}" if bad else ""),
-                  flush=True)
+            print(
+                f"sweep T={t:5d}: best "
+                + "  ".join(f"{k} {ns / 1000:.2f}" for ns, k in good[:4])
+                + f" | auto=bm{auto['bm']}-c{auto['cluster']}-w{auto['sw']}-x{auto['sx']}"
+                + ("-xf" if auto["x_first"] else "")
+                + (f" | {len(bad)} failed: {bad[:3]} {row[bad[0]]}" if bad else ""),
+                flush=True,
+            )
 
     if "--timeline" in argv:
         for t in (131, 1024, 4096, 8192):
@@ -160,8 +168,7 @@ def main() -> int:
                 ntl, gtl = graph_timeline(e, m, t, flush)
                 summary = summarize_timeline(ntl, gtl)
                 result.setdefault("timelines", {}).setdefault(str(t), {})[m] = summary
-                print(f"timeline T={t} {m}: " + "; ".join(
-                    f"{k} {v}" for k, v in summary.items() if k != "per_cta"), flush=True)
+                print(f"timeline T={t} {m}: " + "; ".join(f"{k} {v}" for k, v in summary.items() if k != "per_cta"), flush=True)
 
     time_cases(e, modes, samples, flush, result)
     with open(out_path, "w") as fh:

@@ -59,8 +59,7 @@ def main() -> int:
     product = torch.cuda.get_device_name(0)
     flush = timing.L2Flush()
     one = torch.zeros(1, device="cuda")
-    floor = timing.stats(timing.time_graph(lambda x: x.add_(1), {"x": one}, warmups=10, samples=samples,
-                                           flush=flush))["median"]
+    floor = timing.stats(timing.time_graph(lambda x: x.add_(1), {"x": one}, warmups=10, samples=samples, flush=flush))["median"]
 
     entry_points = {}
     for name in impls:
@@ -71,19 +70,24 @@ def main() -> int:
     for i, (b, s) in enumerate(d.CASE_SHAPES):
         t = b * s
         gemm_in = gemm_inputs(t)
-        row = {"case": i, "B": b, "S": s, "T": t,
-               "sol": gpus.sol_ns(d.flops(b, s), d.min_bytes(b, s), product),
-               "floor": floor,
-               "cublas_gemms": timing.stats(timing.time_graph(two_gemms, gemm_in, warmups=10, samples=samples,
-                                                              flush=flush))["median"]}
+        row = {
+            "case": i,
+            "B": b,
+            "S": s,
+            "T": t,
+            "sol": gpus.sol_ns(d.flops(b, s), d.min_bytes(b, s), product),
+            "floor": floor,
+            "cublas_gemms": timing.stats(timing.time_graph(two_gemms, gemm_in, warmups=10, samples=samples, flush=flush))["median"],
+        }
         inputs = make_inputs(b, s, seed=4000 + i, device="cuda")
         for name, fn in entry_points.items():
-            row[name] = timing.stats(timing.time_graph(fn, inputs, warmups=10, samples=samples,
-                                                       flush=flush))["median"]
+            row[name] = timing.stats(timing.time_graph(fn, inputs, warmups=10, samples=samples, flush=flush))["median"]
         rows.append(row)
-        print(f"case {i:2d} T={t:5d}: SOL {row['sol'] / 1e3:6.2f}  floor {floor / 1e3:5.2f}  cuBLAS GEMMs "
-              f"{row['cublas_gemms'] / 1e3:6.2f}  " + "  ".join(f"{n} {row[n] / 1e3:6.2f}" for n in entry_points),
-              flush=True)
+        print(
+            f"case {i:2d} T={t:5d}: SOL {row['sol'] / 1e3:6.2f}  floor {floor / 1e3:5.2f}  cuBLAS GEMMs "
+            f"{row['cublas_gemms'] / 1e3:6.2f}  " + "  ".join(f"{n} {row[n] / 1e3:6.2f}" for n in entry_points),
+            flush=True,
+        )
 
     def geo(key):
         return math.exp(sum(math.log(r[key]) for r in rows) / len(rows))
@@ -96,8 +100,19 @@ def main() -> int:
     print("| geomean µs | " + " | ".join(f"{geomean[k]:.2f}" for k in cols) + " | 13 |")
     print("| T = 8192 µs | " + " | ".join(f"{at_8192[k]:.2f}" for k in cols) + " | 47 |")
     with open(out_path, "w") as fh:
-        json.dump({"gpu": product, "samples": samples, "floor_ns": floor, "rows": rows, "geomean_us": geomean,
-                   "t8192_us": at_8192, "torch": torch.__version__}, fh, indent=1)
+        json.dump(
+            {
+                "gpu": product,
+                "samples": samples,
+                "floor_ns": floor,
+                "rows": rows,
+                "geomean_us": geomean,
+                "t8192_us": at_8192,
+                "torch": torch.__version__,
+            },
+            fh,
+            indent=1,
+        )
     return 0
 
 

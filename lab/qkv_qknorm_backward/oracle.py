@@ -20,8 +20,7 @@ def compare_outputs(outs: Any, ref: Any, tol: Tolerance, suffix: str = "") -> li
 
 def relative_l2(outs: Any, ref: Any) -> dict[str, float]:
     """‖out − ref‖ / ‖ref‖ per output: catches a wrong tile the 99%-of-elements rule could let through."""
-    return {n: float((o.float() - r.float()).norm() / r.float().norm().clamp_min(1e-30))
-            for n, o, r in zip(d.OUTPUT_NAMES, outs, ref)}
+    return {n: float((o.float() - r.float()).norm() / r.float().norm().clamp_min(1e-30)) for n, o, r in zip(d.OUTPUT_NAMES, outs, ref)}
 
 
 def check(outs: Any, ref: Any, tol: Tolerance, suffix: str = "") -> tuple[bool, list[str], dict[str, float]]:
@@ -56,8 +55,9 @@ def check_entry_points(impl: Any, b: int, s: int, seed: int, tol: Tolerance, rou
             ok1, f1, rel = check(outs, ref, tol)
             ok2, f2, _ = check(fn_outs, ref, tol, "(fn)")
             det = all(torch.equal(a, c) for a, c in zip(outs, fn_outs))
-            entry["rounds"].append({"passed": ok1 and ok2, "deterministic": det, "failures": f1 + f2,
-                                    "rel_l2": {k: round(v, 6) for k, v in rel.items()}})
+            entry["rounds"].append(
+                {"passed": ok1 and ok2, "deterministic": det, "failures": f1 + f2, "rel_l2": {k: round(v, 6) for k, v in rel.items()}}
+            )
     except Exception as exc:  # noqa: BLE001 - reported per shape; the checker goes on or stops
         entry["error"] = f"{type(exc).__name__}: {exc}"
         entry["trace"] = traceback.format_exc()[-2000:]
@@ -73,8 +73,10 @@ def entry_line(b: int, s: int, entry: dict, plan: str) -> str:
     """One printed line per checked shape."""
     r = entry.get("rounds", [])
     worst = max((max(x["rel_l2"].values()) for x in r), default=float("nan"))
-    line = (f"B={b} S={s} T={b * s}: passed={bool(r) and all(x['passed'] for x in r)} "
-            f"det={bool(r) and all(x['deterministic'] for x in r)} worst_rel_l2={worst:.2e} plan={plan}")
+    line = (
+        f"B={b} S={s} T={b * s}: passed={bool(r) and all(x['passed'] for x in r)} "
+        f"det={bool(r) and all(x['deterministic'] for x in r)} worst_rel_l2={worst:.2e} plan={plan}"
+    )
     if not entry_ok(entry):
         line += f" {entry.get('error', '')} {r[0]['failures'][:3] if r else ''}"
     return line
@@ -97,21 +99,22 @@ def time_cases(impl: Any, modes: list[str], samples: int, flush: Any, result: di
         row = {}
         for m in modes:
             mod, _, mode = m.rpartition(":")
-            fn = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{mod}") if mod else impl
-            ns = timing.time_graph(functools.partial(fn.qkv_qknorm_backward, mode=mode), inputs,
-                                   warmups=5, samples=samples, flush=flush)
+            fn = impl
+            if mod == "ext_streamnorm":
+                from debug import streamnorm as fn  # beside this script: with its debug modes
+            elif mod:
+                fn = importlib.import_module(f"kernels.ops.qkv_qknorm_backward.{mod}")
+            ns = timing.time_graph(functools.partial(fn.qkv_qknorm_backward, mode=mode), inputs, warmups=5, samples=samples, flush=flush)
             row[m] = timing.stats(ns)
         result["timing"][str(i)] = {"T": b * s, **row}
-        print(f"case {i:2d} T={b * s:5d}: " + "  ".join(f"{m} {row[m]['median'] / 1000:6.2f}" for m in modes),
-              flush=True)
+        print(f"case {i:2d} T={b * s:5d}: " + "  ".join(f"{m} {row[m]['median'] / 1000:6.2f}" for m in modes), flush=True)
     for m in modes:
         med = [result["timing"][str(i)][m]["median"] for i in range(len(d.CASE_SHAPES))]
         result.setdefault("geomean_us", {})[m] = round(math.exp(sum(math.log(x) for x in med) / len(med)) / 1000, 3)
     print("geomean us: " + json.dumps(result.get("geomean_us", {})), flush=True)
 
 
-def check_and_time(impl: Any, mode: str, inputs: dict, ref: Any, tol: Tolerance, flush: Any,
-                   samples: int = 15) -> dict:
+def check_and_time(impl: Any, mode: str, inputs: dict, ref: Any, tol: Tolerance, flush: Any, samples: int = 15) -> dict:
     """One forced plan of a sweep: checked against the oracle once (a wrong plan is reported and
     never timed), then timed. Returns {"median": ns} or {"error": why}."""
     import functools
@@ -126,8 +129,7 @@ def check_and_time(impl: Any, mode: str, inputs: dict, ref: Any, tol: Tolerance,
         ok, fails, rel = check(outs, ref, tol)
         if not ok:
             return {"error": f"wrong: {fails[:2]} {max(rel.values()):.2e}"}
-        ns = timing.time_graph(functools.partial(impl.qkv_qknorm_backward, mode=mode), inputs,
-                               warmups=3, samples=samples, flush=flush)
+        ns = timing.time_graph(functools.partial(impl.qkv_qknorm_backward, mode=mode), inputs, warmups=3, samples=samples, flush=flush)
         return {"median": timing.stats(ns)["median"]}
     except Exception as exc:  # noqa: BLE001 - a plan that fails is reported, the sweep goes on
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}

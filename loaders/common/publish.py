@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pymongo.asynchronous.database import AsyncDatabase
-
 from loaders.common.http import Response
 from loaders.common.report import ImportReport
 from registry.digest import sha256_digest
-from store.publish import Bundle, publish_many
+from store.bundle import Bundle
+from store.client import Database
+from store.publish import publish_many
 from store.snapshots import save_snapshots
 from store.source_records import remember
 
@@ -33,15 +33,13 @@ class Batch:
     runs: list[Any] = field(default_factory=list)
 
 
-async def keep_snapshots(db: AsyncDatabase, source: str, responses: Sequence[Response]) -> int:
+async def keep_snapshots(db: Database, source: str, responses: Sequence[Response]) -> int:
     """Save every response not kept yet; return how many were new."""
-    return await save_snapshots(
-        db, source=source, responses=[(r.url, r.fetched_at, r.body, r.status) for r in responses]
-    )
+    return await save_snapshots(db, source=source, responses=[(r.url, r.fetched_at, r.body, r.status) for r in responses])
 
 
 async def flush(
-    db: AsyncDatabase | None,
+    db: Database | None,
     source: str,
     batch: Batch,
     report: ImportReport,
@@ -60,5 +58,7 @@ async def flush(
         outcomes = await publish_many(db, bundles)
         for outcome in outcomes:
             setattr(report, outcome.status, getattr(report, outcome.status) + 1)
-        await remember(db, {o.run_digest: b.source_record for o, b in zip(outcomes, bundles) if o.status == "unchanged" and b.source_record})
+        await remember(
+            db, {o.run_digest: b.source_record for o, b in zip(outcomes, bundles) if o.status == "unchanged" and b.source_record}
+        )
     report.phase_seconds["publish_many"] += time.perf_counter() - started

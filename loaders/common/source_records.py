@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pymongo.asynchronous.database import AsyncDatabase
-
+from store.client import Database
 from store.source_records import stored_fingerprints
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_fingerprint(*modules: ModuleType) -> bytes:
     """What turns records into manifests: these loader modules, the manifest models and the
     digest recipe. A change to any of them makes every record's fingerprint new, so every
@@ -35,7 +34,7 @@ def record_fingerprint(code: bytes, *parts: Any) -> str:
     return "sha256:" + hashlib.sha256(code + record.encode()).hexdigest()
 
 
-async def lookup_database(db: AsyncDatabase | None, source: str) -> AsyncDatabase | None:
+async def lookup_database(db: Database | None, source: str) -> Database | None:
     """The database to look fingerprints up in: None when it holds no current run of `source`
     yet (a first import: nothing can be unchanged, and no lookup need be made)."""
     if db is None or await db.runs.find_one({"source": source, "current": True}, {"_id": 1}) is None:
@@ -44,7 +43,7 @@ async def lookup_database(db: AsyncDatabase | None, source: str) -> AsyncDatabas
 
 
 async def unchanged_records(
-    db: AsyncDatabase | None, source: str, fingerprints: dict[str, str], *, definition_digest: str | None = None
+    db: Database | None, source: str, fingerprints: dict[str, str], *, definition_digest: str | None = None
 ) -> set[str]:
     """The external ids of `fingerprints` ({externalId: fingerprint}) whose current run was made
     from a record with that fingerprint (`definition_digest`: the one definition of all their

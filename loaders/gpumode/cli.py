@@ -15,11 +15,10 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from pymongo.asynchronous.database import AsyncDatabase
 from rich.console import Console
 
-from loaders.common.http import FetchError, SourceUnreachable
 from loaders.common.command import run_command
+from loaders.common.http import FetchError, SourceUnreachable
 from loaders.common.progress import import_progress
 from loaders.common.publish import Batch, flush
 from loaders.common.report import timed_import
@@ -44,12 +43,13 @@ from loaders.gpumode.parse import ParseError, PerShapeRow, parse_submission, row
 from loaders.gpumode.publish import to_bundle
 from loaders.gpumode.report import ImportReport, print_report
 from registry.digest import sha256_digest
+from store.client import Database
 
 BATCH_SIZE = 2000
 
 
 async def run_import(
-    db: AsyncDatabase | None,
+    db: Database | None,
     *,
     snapshot_dir: Path | None = None,
     base_url: str | None = None,
@@ -174,9 +174,7 @@ async def _read_config(
             return
 
 
-async def import_command(db: AsyncDatabase | None, *, console: Console | None = None, **options) -> int:
+async def import_command(db: Database | None, *, console: Console | None = None, **options) -> int:
     """What `kernelindex import gpumode` runs. Exit code: 0 all imported, 1 some rows rejected,
     2 nothing could be imported (source unreachable, config list unusable)."""
-    return await run_command(
-        run_import, print_report, title="GPU MODE", fatal=(FetchError, ParseError), db=db, console=console, **options
-    )
+    return await run_command(run_import, print_report, title="GPU MODE", fatal=(FetchError, ParseError), db=db, console=console, **options)

@@ -32,16 +32,15 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
-from functools import lru_cache
-
-from registry.digest import manifest_digest
-from registry.manifests import Manifest, RunStatus, make_manifest
-from registry.ranking import GEOMEAN, GPUMODE_FAMILY
+from functools import cache
 
 from loaders.common.source_records import code_fingerprint
 from loaders.common.source_records import record_fingerprint as record_fingerprint_of
 from loaders.gpumode import SOURCE
 from loaders.gpumode.parse import Case, ParseError, PerShapeRow, Submission
+from registry.digest import manifest_digest
+from registry.manifests import Manifest, RunStatus, make_manifest
+from registry.ranking import GEOMEAN, GPUMODE_FAMILY
 
 HARNESS = "GPU MODE KernelBot"
 COMPARATOR = "kernelbot_check"
@@ -134,7 +133,7 @@ def first_sentence(description: str | None, limit: int = 160) -> str | None:
     return (text[: limit - 1].rstrip() + "…") if len(text) > limit else (text or None)
 
 
-@lru_cache(maxsize=None)
+@cache
 def definition_for(board: Board) -> tuple[Manifest, str]:
     parts = [f"GPU MODE KernelBot leaderboard '{board.name}'" + (f" (board {board.id})" if board.id is not None else "") + "."]
     if board.gpu_types:
@@ -166,7 +165,7 @@ def definition_for(board: Board) -> tuple[Manifest, str]:
     return manifest, manifest_digest(manifest)
 
 
-@lru_cache(maxsize=None)
+@cache
 def workload_for(board: Board, specs: tuple[str, ...] | None) -> tuple[Manifest, str]:
     """The suite of a per-shape board's cases (one suite per distinct list of specs: a board
     whose cases changed is a new workload), or a flat board's single aggregate case."""
@@ -174,13 +173,21 @@ def workload_for(board: Board, specs: tuple[str, ...] | None) -> tuple[Manifest,
     source = {"source": SOURCE, "benchmark": board.name}
     if specs is None:
         cases = [{"index": 0, "axes": {}, "sourceNative": {"aggregate": "score over the board's benchmark shapes"}}]
-        name, aggregation, title = f"gpumode-{slug(board.name)}-score", "submission score (seconds, as published)", f"{board.name} · aggregate score"
+        name, aggregation, title = (
+            f"gpumode-{slug(board.name)}-score",
+            "submission score (seconds, as published)",
+            f"{board.name} · aggregate score",
+        )
     else:
         from loaders.gpumode.parse import parse_spec
 
         cases = [{"index": i, "axes": parse_spec(spec), "sourceNative": {"spec": spec}} for i, spec in enumerate(specs)]
         tag = hashlib.sha256("\n".join(specs).encode()).hexdigest()[:8]
-        name, aggregation, title = f"gpumode-{slug(board.name)}-cases-{tag}", "geometric mean of per-case means", f"{board.name} · {len(specs)} cases"
+        name, aggregation, title = (
+            f"gpumode-{slug(board.name)}-cases-{tag}",
+            "geometric mean of per-case means",
+            f"{board.name} · {len(specs)} cases",
+        )
     manifest = make_manifest(
         "WorkloadSuite",
         name,
@@ -188,7 +195,10 @@ def workload_for(board: Board, specs: tuple[str, ...] | None) -> tuple[Manifest,
             "definitionDigest": definition_digest,
             "cases": cases,
             "aggregation": aggregation,
-            "correctness": {"comparator": COMPARATOR, "description": "KernelBot checks the output against the board's reference on its test cases."},
+            "correctness": {
+                "comparator": COMPARATOR,
+                "description": "KernelBot checks the output against the board's reference on its test cases.",
+            },
             "source": source,
         },
         title=title,
@@ -196,7 +206,7 @@ def workload_for(board: Board, specs: tuple[str, ...] | None) -> tuple[Manifest,
     return manifest, manifest_digest(manifest)
 
 
-@lru_cache(maxsize=None)
+@cache
 def protocol_for(kind: str) -> tuple[Manifest, str]:
     manifest = make_manifest(
         "BenchmarkProtocol",
@@ -220,7 +230,7 @@ def hardware_of(gpu: str) -> tuple[str, str, str]:
     raise Rejected(f"GPU {gpu!r} is not a GPU we know the architecture of")
 
 
-@lru_cache(maxsize=None)
+@cache
 def environment_for(product: str) -> tuple[Manifest, str]:
     vendor, product, architecture = next(h for _, h in GPUS if h[1] == product)
     manifest = make_manifest(
@@ -342,8 +352,13 @@ def run_for(best: Candidate, fingerprint: str | None = None) -> RunManifests:
     if per_shape:
         statistic = GEOMEAN
         metrics |= {
-            "run_id": s.run_id, "code_id": s.code_id, "run_score": s.run_score, "run_mode": s.run_mode,
-            "gpu": s.run_system_info.gpu, "torch": s.run_system_info.torch, "platform": s.run_system_info.platform,
+            "run_id": s.run_id,
+            "code_id": s.code_id,
+            "run_score": s.run_score,
+            "run_mode": s.run_mode,
+            "gpu": s.run_system_info.gpu,
+            "torch": s.run_system_info.torch,
+            "platform": s.run_system_info.platform,
         }
         cases = [
             {

@@ -3,9 +3,8 @@ counting are `loaders.common.publish`'s."""
 
 from __future__ import annotations
 
-from store.publish import Bundle
-
 from loaders.gpumode.normalize import RunManifests
+from store.bundle import Bundle
 
 
 def to_bundle(item: RunManifests) -> Bundle:

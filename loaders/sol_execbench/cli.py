@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pymongo.asynchronous.database import AsyncDatabase
 from rich.console import Console
 
 from loaders.common.command import run_command
@@ -28,7 +27,7 @@ from loaders.common.progress import import_progress
 from loaders.common.publish import Batch, flush
 from loaders.common.report import timed_import
 from loaders.common.source_records import lookup_database, unchanged_records
-
+from loaders.sol_execbench import SOURCE
 from loaders.sol_execbench.discover import discover
 from loaders.sol_execbench.fetch import (
     FetchError,
@@ -47,16 +46,16 @@ from loaders.sol_execbench.normalize import (
     source_record,
 )
 from loaders.sol_execbench.parse import ParseError, Submission, parse_kernel, parse_submission, record_label
-from loaders.sol_execbench import SOURCE
 from loaders.sol_execbench.publish import to_bundle
 from loaders.sol_execbench.report import ImportReport, KernelPlan, print_report
 from registry.digest import sha256_digest
+from store.client import Database
 
 BATCH_SIZE = 2000
 
 
 async def run_import(
-    db: AsyncDatabase | None,
+    db: Database | None,
     *,
     snapshot_dir: Path | None = None,
     base_url: str | None = None,
@@ -109,7 +108,7 @@ async def run_import(
     return report
 
 
-async def _flush(db: AsyncDatabase | None, batch: Batch, report: ImportReport) -> None:
+async def _flush(db: Database | None, batch: Batch, report: ImportReport) -> None:
     """Write one batch: its snapshots, then its runs. In a dry run, only count."""
     await flush(db, SOURCE, batch, report, to_bundle)
 
@@ -125,7 +124,7 @@ class Record:
 
 
 async def _import_kernel(
-    lookup: AsyncDatabase | None, source: Source, kernel_id: int, report: ImportReport, batch: Batch, limit: int | None = None
+    lookup: Database | None, source: Source, kernel_id: int, report: ImportReport, batch: Batch, limit: int | None = None
 ) -> None:
     """One kernel: its detail, then its submissions, at most `limit` of them (pages stop there).
     `lookup`: where stored fingerprints are looked up (None: every record is built)."""
@@ -205,7 +204,7 @@ async def _read_records(
 
 
 async def _build_runs(
-    lookup: AsyncDatabase | None, records: list[Record], manifests: KernelManifests, plan: KernelPlan, report: ImportReport, batch: Batch
+    lookup: Database | None, records: list[Record], manifests: KernelManifests, plan: KernelPlan, report: ImportReport, batch: Batch
 ) -> None:
     """A kernel's records as runs; a record whose current run has its fingerprint is counted
     unchanged without being built again."""
@@ -230,7 +229,7 @@ async def _build_runs(
         plan.groups[f"{submission.gpu_type} · {submission.evaluation_stack_version}"] += 1
 
 
-async def import_command(db: AsyncDatabase | None, *, console: Console | None = None, **options) -> int:
+async def import_command(db: Database | None, *, console: Console | None = None, **options) -> int:
     """What `kernelindex import sol-execbench` runs. Exit code: 0 all imported, 1 some records
     rejected, 2 nothing could be imported (source unreachable, kernel list unusable)."""
     return await run_command(

@@ -31,15 +31,14 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_EVEN, Decimal
-from functools import lru_cache
+from functools import cache
 from typing import Any
-
-from registry.digest import manifest_digest
-from registry.manifests import Manifest, RunStatus, make_manifest
 
 from loaders.common.source_records import code_fingerprint, record_fingerprint
 from loaders.sol_execbench import SOURCE
 from loaders.sol_execbench.parse import Kernel, Submission
+from registry.digest import manifest_digest
+from registry.manifests import Manifest, RunStatus, make_manifest
 
 HARNESS = "SOL-ExecBench evaluation stack"
 FAMILY = "sol_execbench_leaderboard"
@@ -115,9 +114,7 @@ def normalize_kernel(kernel: Kernel) -> KernelManifests:
             tensor.setdefault("shape", None)  # null shape = scalar; keep it explicit
     title = kernel.title or kernel.name
     try:
-        definition = make_manifest(
-            "OperationSpec", f"sol-{slug(kernel.name)}", definition_spec, title=title
-        )
+        definition = make_manifest("OperationSpec", f"sol-{slug(kernel.name)}", definition_spec, title=title)
         definition_digest = manifest_digest(definition)
         workload_spec = {
             "definitionDigest": definition_digest,
@@ -144,15 +141,13 @@ def normalize_kernel(kernel: Kernel) -> KernelManifests:
         )
     except ValueError as error:
         raise Rejected(f"kernel {kernel.id} does not make a valid manifest: {error}") from None
-    return KernelManifests(
-        kernel.id, kernel.name, definition, workload, definition_digest, manifest_digest(workload)
-    )
+    return KernelManifests(kernel.id, kernel.name, definition, workload, definition_digest, manifest_digest(workload))
 
 
 # ---------------------------------------------------------------- per stack version and GPU
 
 
-@lru_cache(maxsize=None)
+@cache
 def protocol_for(stack_version: str) -> tuple[Manifest, str]:
     """The BenchmarkProtocol of one evaluation stack version, and its digest."""
     annotations = {}
@@ -173,7 +168,7 @@ def protocol_for(stack_version: str) -> tuple[Manifest, str]:
     return manifest, manifest_digest(manifest)
 
 
-@lru_cache(maxsize=None)
+@cache
 def environment_for(gpu_type: str, stack_version: str) -> tuple[Manifest, str]:
     """The ExecutionEnvironment of one (GPU type, stack version), and its digest."""
     if gpu_type not in GPUS:
@@ -256,9 +251,7 @@ def normalize_submission(
         raise Rejected(f"kernel_id {submission.kernel_id} on a page of kernel {kernel.kernel_id}")
     status = run_status(submission)
     if submission.latency_ms is None:
-        raise Skipped(
-            f"no latency_ms (status {submission.status}): a run needs a value for its primary statistic"
-        )
+        raise Skipped(f"no latency_ms (status {submission.status}): a run needs a value for its primary statistic")
     if submission.latency_ms < 0:
         raise Rejected(f"latency_ms is negative ({submission.latency_ms})")
     annotations = {}

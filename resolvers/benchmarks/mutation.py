@@ -15,8 +15,8 @@ from resolvers.types.job import BenchmarkJob, FailureCode
 from resolvers.types.run import Run
 from resolvers.user_errors import Refusal, UserError, require_scope
 from store import jobs
-from store.keys import Scope
 from store.job_specs import JobRequest, JobSpecError, resolve_job_spec
+from store.keys import Scope
 from store.queries import job_by_idempotency_key
 from store.verified_results import ResultError, accept_result
 
@@ -24,7 +24,9 @@ from store.verified_results import ResultError, accept_result
 @strawberry.input
 class BenchmarkJobRequestInput:
     definition: strawberry.ID
-    implementation: str = strawberry.field(description="The ImplementationRevision's name, e.g. \"kernelindex-051-ext-cluster\" (registry entry \"ext-cluster\").")
+    implementation: str = strawberry.field(
+        description='The ImplementationRevision\'s name, e.g. "kernelindex-051-ext-cluster" (registry entry "ext-cluster").'
+    )
     gpu: str = strawberry.field(description='GPU product, e.g. "NVIDIA H200"; a CPU model name for the CPU harness mode.')
     idempotency_key: str
     cases: list[int] | None = strawberry.field(default=None, description="Case indexes of the workload; all when omitted.")
@@ -43,7 +45,9 @@ class BenchmarkJobPayload:
 @strawberry.input
 class BenchmarkJobClaimInput:
     gpu: str
-    lease_seconds: int = strawberry.field(default=DEFAULT_LEASE_SECONDS, description=f"Seconds the job is held before it returns to the queue (at most {MAX_LEASE_SECONDS}).")
+    lease_seconds: int = strawberry.field(
+        default=DEFAULT_LEASE_SECONDS, description=f"Seconds the job is held before it returns to the queue (at most {MAX_LEASE_SECONDS})."
+    )
 
 
 @strawberry.input
@@ -154,7 +158,9 @@ class Mutation:
         except EXPECTED as error:
             return BenchmarkJobPayload(user_errors=[_user_error(error)])
 
-    @strawberry.mutation(description="Extend the lease on a held job, counted from now (runner key): a runner renews it while a long job runs.")
+    @strawberry.mutation(
+        description="Extend the lease on a held job, counted from now (runner key): a runner renews it while a long job runs."
+    )
     async def benchmark_job_renew_lease(self, info: Info, input: BenchmarkJobRenewLeaseInput) -> BenchmarkJobPayload:
         try:
             key = require_scope(info, Scope.runner)

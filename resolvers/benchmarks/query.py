@@ -8,10 +8,10 @@ import strawberry
 
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import PAGE
 from resolvers.errors import ClientError
 from resolvers.types.connection import Connection
 from resolvers.types.job import BenchmarkJob, BenchmarkJobFilter, job_connection
-from resolvers.cost_limit import PAGE
 
 
 def _key(global_id: str, expected: str) -> str:

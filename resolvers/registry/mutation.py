@@ -62,7 +62,9 @@ async def _run(info: Info, global_id: str) -> dict:
 
 @strawberry.type
 class Mutation:
-    @strawberry.mutation(description="Submit a signed reproduction of a run (partner key). Shown with the run; never changes its evidence level.")
+    @strawberry.mutation(
+        description="Submit a signed reproduction of a run (partner key). Shown with the run; never changes its evidence level."
+    )
     async def run_submit_reproduction(self, info: Info, input: RunSubmitReproductionInput) -> RunSubmitReproductionPayload:
         try:
             key = require_scope(info, Scope.partner)

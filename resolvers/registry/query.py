@@ -9,15 +9,16 @@ import strawberry
 
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import PAGE, assumed_size
 from resolvers.errors import ClientError
 from resolvers.node_types import NODE_TYPES
+from resolvers.registry.resolve import AxisValueInput, KernelRequest, KernelResolution, resolve_many, resolve_one
 from resolvers.types.common import EvidenceLevel, RunStatus, check_first, cursor_parts, decode_cursor, encode_cursor
 from resolvers.types.connection import Connection, connection
 from resolvers.types.definition import Definition, DefinitionSearch
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.node import Node
 from resolvers.types.run import Run, run_connection
-from resolvers.cost_limit import PAGE
 from store.queries import definition_named, definitions_by_name, definitions_page, run_by_external_id, runs_page
 
 
@@ -92,9 +93,7 @@ class Query:
         return Run.from_doc(doc) if doc else None
 
     @strawberry.field(description="Runs, newest first.", directives=[PAGE])
-    async def runs(
-        self, info: Info, filter: RunFilter | None = None, first: int = 20, after: str | None = None
-    ) -> Connection[Run]:
+    async def runs(self, info: Info, filter: RunFilter | None = None, first: int = 20, after: str | None = None) -> Connection[Run]:
         after_seq = decode_cursor(after, "runs", 1)[0] if after else None
         docs, more = await runs_page(info.context.db, query=_run_query(filter), first=check_first(first), after_seq=after_seq)
         return await run_connection(docs, more, lambda d: encode_cursor("runs", d["seq"]), info)
@@ -112,13 +111,13 @@ class Query:
         description="Definitions whose name or title contains every word of `text` (case-insensitive), by name.",
         directives=[PAGE],
     )
-    async def search_definitions(
-        self, info: Info, text: str = "", first: int = 20, after: str | None = None
-    ) -> DefinitionSearch:
+    async def search_definitions(self, info: Info, text: str = "", first: int = 20, after: str | None = None) -> DefinitionSearch:
         if len(text) > MAX_SEARCH_TEXT:
             raise ClientError(f"text: {len(text):,} characters; at most {MAX_SEARCH_TEXT}")
         after_name = ":".join(cursor_parts(after, "definitions")) if after else None
-        docs, more, total = await definitions_page(info.context.db, words=text.lower().split(), first=check_first(first), after_name=after_name)
+        docs, more, total = await definitions_page(
+            info.context.db, words=text.lower().split(), first=check_first(first), after_name=after_name
+        )
         page = connection(docs, more, Definition.from_doc, lambda d: encode_cursor("definitions", d["spec"]["name"]))
         return DefinitionSearch(edges=page.edges, page_info=page.page_info, total_count=total)
 
@@ -131,3 +130,20 @@ class Query:
         else:
             doc = await definition_named(info.context.db, name)
         return Definition.from_doc(doc) if doc else None
+
+    @strawberry.field(
+        description="The ranked runs of the exact workload shape (every variable axis given) in every comparison group of "
+        "`operation` (on `gpu`, by product or architecture, when given), ranked on that case by `statistic` (default: the "
+        "protocol's primary statistic). When no group measured the shape: the nearest measured shapes on each side of every "
+        "variable axis, labelled as such (never a measurement of the asked shape). Bad input: userErrors."
+    )
+    async def resolve_kernel(
+        self, info: Info, operation: str, axes: list[AxisValueInput], gpu: str | None = None, statistic: str | None = None
+    ) -> KernelResolution:
+        return await resolve_one(info, operation, axes, gpu, statistic)
+
+    @strawberry.field(
+        description="resolveKernel for up to 20 requests at once, answered in the order asked.", directives=[assumed_size(20)]
+    )
+    async def resolve_kernels(self, info: Info, requests: list[KernelRequest]) -> list[KernelResolution]:
+        return await resolve_many(info, requests)

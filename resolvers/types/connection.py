@@ -29,7 +29,9 @@ class Connection(Generic[T]):
         return [edge.node for edge in self.edges]
 
 
-def connection(docs: Iterable[dict[str, Any]], has_next: bool, node_of: Callable[[dict[str, Any]], Any], cursor_of: Callable[[dict[str, Any]], str]) -> Connection:
+def connection(
+    docs: Iterable[dict[str, Any]], has_next: bool, node_of: Callable[[dict[str, Any]], Any], cursor_of: Callable[[dict[str, Any]], str]
+) -> Connection:
     """A page of documents as a Connection: each document becomes a node and a cursor."""
     edges = [Edge(cursor=cursor_of(doc), node=node_of(doc)) for doc in docs]
     return Connection(edges=edges, page_info=PageInfo(has_next_page=has_next, end_cursor=edges[-1].cursor if edges else None))

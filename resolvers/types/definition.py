@@ -9,10 +9,10 @@ from strawberry.scalars import JSON
 
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import PAGE
 from resolvers.types.connection import Connection
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
-from resolvers.cost_limit import PAGE
 from store.queries import related_definitions
 
 if TYPE_CHECKING:
@@ -73,9 +73,7 @@ class Definition(Node):
     outputs: list[TensorSpec]
     relations: list[DefinitionRelation]
     source: str | None
-    reference_digest: str | None = strawberry.field(
-        description="Digest of the source's reference code; the code itself is not stored."
-    )
+    reference_digest: str | None = strawberry.field(description="Digest of the source's reference code; the code itself is not stored.")
     manifest: JSON
 
     @classmethod
@@ -146,9 +144,15 @@ class Definition(Node):
         docs = await info.context.loaders.groups_by_definition.load_many(digests)
         return [ComparisonGroup.from_doc(g) for batch in docs for g in batch]
 
-    @strawberry.field(description="Benchmark jobs asked for this definition, newest first (from the benchmarks subgraph).", directives=[PAGE])
+    @strawberry.field(
+        description="Benchmark jobs asked for this definition, newest first (from the benchmarks subgraph).", directives=[PAGE]
+    )
     async def jobs(
-        self, info: Info, first: int = 20, after: str | None = None, state: Annotated[JobState, strawberry.lazy("resolvers.types.job")] | None = None
+        self,
+        info: Info,
+        first: int = 20,
+        after: str | None = None,
+        state: Annotated[JobState, strawberry.lazy("resolvers.types.job")] | None = None,
     ) -> Connection[Annotated[BenchmarkJob, strawberry.lazy("resolvers.types.job")]]:
         from resolvers.types.job import job_connection
 

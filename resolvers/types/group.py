@@ -9,11 +9,11 @@ import strawberry
 from registry.ranking import RankRule as StoredRule
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import PAGE
 from resolvers.types.common import check_first, decode_cursor, encode_cursor
 from resolvers.types.connection import Connection
 from resolvers.types.environment import Gpu
 from resolvers.types.node import Node
-from resolvers.cost_limit import PAGE
 from store.group_members import group_runs_page
 
 if TYPE_CHECKING:
@@ -101,7 +101,9 @@ class ComparisonGroup(Node):
         from resolvers.types.run import run_connection
 
         cursor = tuple(decode_cursor(after, "group", 2)) if after else None
-        docs, more = await group_runs_page(info.context.db, group_key=self.key, ranked_size=self.ranked_size, first=check_first(first), after=cursor)
+        docs, more = await group_runs_page(
+            info.context.db, group_key=self.key, ranked_size=self.ranked_size, first=check_first(first), after=cursor
+        )
         return await run_connection(docs, more, lambda d: encode_cursor("group", d["rankOrder"], d["seq"]), info)
 
     @classmethod

@@ -10,16 +10,18 @@ from strawberry.scalars import JSON
 from registry import architectures
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import PAGE
 from resolvers.types.connection import Connection
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
-from resolvers.cost_limit import PAGE
 
 if TYPE_CHECKING:
     from resolvers.types.job import BenchmarkJob, JobState
 
 
-@strawberry.type(description="Where the code of a revision lives: its digest covers the files at `paths`, the entry point and the variant; `commit` holds exactly those files.")
+@strawberry.type(
+    description="Where the code of a revision lives: its digest covers the files at `paths`, the entry point and the variant; `commit` holds exactly those files."
+)
 class CodeReference:
     repository: str | None
     commit: str | None
@@ -68,7 +70,9 @@ class Implementation(Node):
     definition_digest: str
     source: str | None
     external_id: str | None
-    architectures: list[str] = strawberry.field(description='GPU architectures the code runs on ("sm_90", "sm_100"; "sm_*" any NVIDIA GPU, "*" any device); empty for imported code we cannot run.')
+    architectures: list[str] = strawberry.field(
+        description='GPU architectures the code runs on ("sm_90", "sm_100"; "sm_*" any NVIDIA GPU, "*" any device); empty for imported code we cannot run.'
+    )
     manifest: JSON
     doc: strawberry.Private[dict[str, Any]]
 
@@ -96,7 +100,11 @@ class Implementation(Node):
 
     @strawberry.field(description="Benchmark jobs asked for this revision, newest first (from the benchmarks subgraph).", directives=[PAGE])
     async def jobs(
-        self, info: Info, first: int = 20, after: str | None = None, state: Annotated[JobState, strawberry.lazy("resolvers.types.job")] | None = None
+        self,
+        info: Info,
+        first: int = 20,
+        after: str | None = None,
+        state: Annotated[JobState, strawberry.lazy("resolvers.types.job")] | None = None,
     ) -> Connection[Annotated[BenchmarkJob, strawberry.lazy("resolvers.types.job")]]:
         from resolvers.types.job import job_connection
 

@@ -14,8 +14,8 @@ from strawberry.types.nodes import SelectedField
 from registry.sources import external_reference, source_title
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import PAGE
 from resolvers.types.attestation import Attestation
-from resolvers.types.connection import Connection, connection
 from resolvers.types.common import (
     EvidenceLevel,
     Label,
@@ -27,6 +27,7 @@ from resolvers.types.common import (
     format_ns,
     labels_of,
 )
+from resolvers.types.connection import Connection, connection
 from resolvers.types.definition import Definition
 from resolvers.types.environment import Environment
 from resolvers.types.group import ComparisonGroup
@@ -35,7 +36,6 @@ from resolvers.types.node import Node
 from resolvers.types.note import Note
 from resolvers.types.protocol import Protocol, manifest_json
 from resolvers.types.workload import Workload
-from resolvers.cost_limit import PAGE
 from store.notes import notes_page
 from store.queries import attestations_page
 
@@ -267,7 +267,9 @@ class Run(Node):
     def aggregates(self) -> JSON:
         return self.doc["spec"].get("aggregates", {})
 
-    @strawberry.field(description="Per-case results: raw samples (controlled runs) or per-case statistics (GPU MODE); empty when unpublished.")
+    @strawberry.field(
+        description="Per-case results: raw samples (controlled runs) or per-case statistics (GPU MODE); empty when unpublished."
+    )
     def cases(self) -> list[CaseResult]:
         return [_case(c) for c in self.doc["spec"].get("cases", [])]
 
@@ -337,9 +339,7 @@ class Run(Node):
             statement = f"Marked {status} by the source; " + (
                 f"the correctness policy: {policy}." if policy else "the correctness policy was not published."
             )
-        return Correctness(
-            status=RunStatus(status), statement=statement, policy=policy or "not published", rounds=checks.get("rounds")
-        )
+        return Correctness(status=RunStatus(status), statement=statement, policy=policy or "not published", rounds=checks.get("rounds"))
 
     @strawberry.field(description="The run this one corrects, if any.")
     async def supersedes(self, info: Info) -> Run | None:

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from resolvers.cost_limit import MAX_COST
+from store.embedded import free_port
 from store.publish import publish_many
-from gateway.embedded import free_port
 from tests import factories
 from tests.command import KERNELINDEX
 from tests.serving import env_for, start_serve, stop, wait_ready
@@ -57,7 +57,11 @@ async def test_aliases_multiply_the_cost(db, live_site):
     many = "{ " + " ".join(f"a{n}: runs(first: 50) {{ nodes {{ digest group {{ title }} }} }}" for n in range(30)) + " }"
     body, _ = _post(live_site, many)  # 30 × 101 = 3,030: under the limit
     assert "errors" not in body, body
-    deeper = "{ " + " ".join(f"a{n}: runs(first: 100) {{ nodes {{ digest group {{ title }} implementation {{ name }} }} }}" for n in range(30)) + " }"
+    deeper = (
+        "{ "
+        + " ".join(f"a{n}: runs(first: 100) {{ nodes {{ digest group {{ title }} implementation {{ name }} }} }}" for n in range(30))
+        + " }"
+    )
     body, _ = _post(live_site, deeper)  # 30 × 301
     assert body["errors"][0]["extensions"] == {"code": "COST_LIMIT", "cost": {"estimated": 9030, "max": MAX_COST}}
 
@@ -136,7 +140,14 @@ async def test_the_gateway_refuses_over_the_limit_operations_on_a_websocket_and_
         await asyncio.sleep(1.5)  # the gateway opens its subscription to the subgraph
         bundle = factories.run_bundle("after-the-refusal")
         manifests = tmp_path / "m.json"
-        manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+        manifests.write_text(
+            json.dumps(
+                [
+                    m.to_json()
+                    for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
+                ]
+            )
+        )
         load = [KERNELINDEX, "load", str(manifests)]
         loaded = await asyncio.to_thread(subprocess.run, load, env=env_for(home), capture_output=True, text=True, timeout=120)
         assert loaded.returncode == 0, loaded.stderr

@@ -9,8 +9,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 
-from gateway.bootstrap import bootstrap
-from gateway.settings import Settings
+from server.bootstrap import bootstrap
+from server.settings import Settings
 from store.keys import Scope, create_key
 
 DATA = Path(__file__).resolve().parents[2] / "data"
@@ -38,7 +38,7 @@ async def test_no_generated_operation_breaks_the_server(db, mongo_uri, live_site
             except ValueError:
                 messages = []
             if response.status_code >= 500 or "Unexpected error." in messages:
-                problems.append((operation.label, response.status_code, messages))
+                problems.append((case.operation.label, response.status_code, messages))
 
         # Hypothesis drives a synchronous HTTP client: run it off the test's event loop.
         await asyncio.to_thread(check)

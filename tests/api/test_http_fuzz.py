@@ -22,7 +22,8 @@ JSON_VALUES = st.recursive(
 REQUESTS = st.fixed_dictionaries(
     {},
     optional={
-        "query": st.sampled_from(["{ runs(first: 1) { nodes { digest } } }", "query($id: ID!) { node(id: $id) { id } }", "{"]) | JSON_VALUES,
+        "query": st.sampled_from(["{ runs(first: 1) { nodes { digest } } }", "query($id: ID!) { node(id: $id) { id } }", "{"])
+        | JSON_VALUES,
         "variables": st.dictionaries(st.sampled_from(["id", "first", "x"]), JSON_VALUES, max_size=3) | JSON_VALUES,
         "operationName": JSON_VALUES,
         "extensions": JSON_VALUES,

@@ -25,7 +25,7 @@ async def test_run_by_id_and_by_external_id(api, db):
     outcomes = await _publish(db, 3)
     digest = outcomes[2].run_digest
     data = await api.data(
-        "query($id: ID!) { run(id: $id) { %s } runByExternalId(source: \"synthetic-bench\", externalId: \"2\") { digest } }" % RUN_FIELDS,
+        'query($id: ID!) { run(id: $id) { %s } runByExternalId(source: "synthetic-bench", externalId: "2") { digest } }' % RUN_FIELDS,
         {"id": ids.encode("Run", digest)},
     )
     run = data["run"]
@@ -46,7 +46,7 @@ async def test_node_and_nodes(api, db):
         ids.encode("Run", "sha256:" + "0" * 64),
     ]
     data = await api.data(
-        "query($ids: [ID!]!) { nodes(ids: $ids) { __typename id } node(id: \"%s\") { ... on Definition { name } } }" % wanted[1],
+        'query($ids: [ID!]!) { nodes(ids: $ids) { __typename id } node(id: "%s") { ... on Definition { name } } }' % wanted[1],
         {"ids": wanted},
     )
     assert [n and n["__typename"] for n in data["nodes"]] == ["Run", "Definition", "Protocol", None]
@@ -59,10 +59,10 @@ async def test_bad_global_id_is_a_clear_error(api, db):
     assert body["errors"][0]["extensions"]["code"] == "BAD_ID"
     assert "not a valid ID" in body["errors"][0]["message"]
     wrong_type = ids.encode("Definition", "sha256:" + "1" * 64)
-    body = await api.post('query($id: ID!) { run(id: $id) { id } }', {"id": wrong_type})
+    body = await api.post("query($id: ID!) { run(id: $id) { id } }", {"id": wrong_type})
     assert "expected a Run ID" in body["errors"][0]["message"]
     forged = base64.urlsafe_b64encode(b"Secret:x").decode()
-    body = await api.post('query($id: ID!) { node(id: $id) { id } }', {"id": forged})
+    body = await api.post("query($id: ID!) { node(id: $id) { id } }", {"id": forged})
     assert body["errors"][0]["extensions"]["code"] == "BAD_ID"
 
 
@@ -122,10 +122,12 @@ async def test_group_runs_best_first_and_unranked_last(api, db):
     group_id = data["runs"]["edges"][0]["node"]["group"]["id"]
     names, after = [], None
     while True:
-        page = (await api.data(
-            "query($id: ID!, $after: String) { comparisonGroup(id: $id) { runs(first: 2, after: $after) { edges { node { rank sourceNative { externalId } } } pageInfo { hasNextPage endCursor } } } }",
-            {"id": group_id, "after": after},
-        ))["comparisonGroup"]["runs"]
+        page = (
+            await api.data(
+                "query($id: ID!, $after: String) { comparisonGroup(id: $id) { runs(first: 2, after: $after) { edges { node { rank sourceNative { externalId } } } pageInfo { hasNextPage endCursor } } } }",
+                {"id": group_id, "after": after},
+            )
+        )["comparisonGroup"]["runs"]
         names += [(e["node"]["sourceNative"]["externalId"], e["node"]["rank"]) for e in page["edges"]]
         if not page["pageInfo"]["hasNextPage"]:
             break
@@ -135,8 +137,12 @@ async def test_group_runs_best_first_and_unranked_last(api, db):
 
 async def test_definitions_and_their_groups(api, db):
     await _publish(db, 2)
-    data = await api.data('{ definitions { name workloads { caseCount } comparisonGroups { size title } } definition(name: "synthetic-op") { inputs { name shape dtype } } }')
-    assert data["definitions"] == [{"name": "synthetic-op", "workloads": [{"caseCount": 3}], "comparisonGroups": [{"size": 2, "title": "SOL-ExecBench v1.1 · B200"}]}]
+    data = await api.data(
+        '{ definitions { name workloads { caseCount } comparisonGroups { size title } } definition(name: "synthetic-op") { inputs { name shape dtype } } }'
+    )
+    assert data["definitions"] == [
+        {"name": "synthetic-op", "workloads": [{"caseCount": 3}], "comparisonGroups": [{"size": 2, "title": "SOL-ExecBench v1.1 · B200"}]}
+    ]
     assert data["definition"]["inputs"] == [{"name": "x", "shape": ["n"], "dtype": "float32"}]
     body = await api.post("{ definition { name } }")
     assert "exactly one of id or name" in body["errors"][0]["message"]
@@ -145,7 +151,7 @@ async def test_definitions_and_their_groups(api, db):
 async def test_a_sparse_filter_finds_old_runs_beyond_the_first_window(api, db):
     await publish_many(db, [factories.run_bundle("old-h200", env=factories.environment("NVIDIA H200", "sm_90"))])
     await publish_many(db, [factories.run_bundle(f"b{i}", score=i / 1000, user=f"u{i}") for i in range(600)])
-    q = 'query($f: RunFilter) { runs(filter: $f, first: 5) { edges { node { sourceNative { externalId } } } pageInfo { hasNextPage } } }'
+    q = "query($f: RunFilter) { runs(filter: $f, first: 5) { edges { node { sourceNative { externalId } } } pageInfo { hasNextPage } } }"
     page = (await api.data(q, {"f": {"gpu": "NVIDIA H200"}}))["runs"]
     assert [e["node"]["sourceNative"]["externalId"] for e in page["edges"]] == ["old-h200"]
     assert page["pageInfo"]["hasNextPage"] is False
@@ -156,8 +162,7 @@ async def test_group_paging_matches_a_full_sort_with_ties_unranked_and_supersede
     # old versions keep the group key but are not current). Pages of every size must list exactly
     # the current runs, ordered by (rank, publication), unranked last, each once.
     bundles = [
-        factories.run_bundle(f"r{i}", score=(i % 7) / 10, user=f"u{i}", status="incorrect" if i % 5 == 0 else "passed")
-        for i in range(40)
+        factories.run_bundle(f"r{i}", score=(i % 7) / 10, user=f"u{i}", status="incorrect" if i % 5 == 0 else "passed") for i in range(40)
     ]
     await publish_many(db, bundles[:20])
     await publish_many(db, bundles[20:])
@@ -170,10 +175,12 @@ async def test_group_paging_matches_a_full_sort_with_ties_unranked_and_supersede
     for first in (1, 3, 7, 50):
         seen, after = [], None
         while True:
-            page = (await api.data(
-                "query($id: ID!, $first: Int!, $after: String) { comparisonGroup(id: $id) { runs(first: $first, after: $after) { edges { node { rank current sourceNative { externalId } } } pageInfo { hasNextPage endCursor } } } }",
-                {"id": group_id, "first": first, "after": after},
-            ))["comparisonGroup"]["runs"]
+            page = (
+                await api.data(
+                    "query($id: ID!, $first: Int!, $after: String) { comparisonGroup(id: $id) { runs(first: $first, after: $after) { edges { node { rank current sourceNative { externalId } } } pageInfo { hasNextPage endCursor } } } }",
+                    {"id": group_id, "first": first, "after": after},
+                )
+            )["comparisonGroup"]["runs"]
             assert all(e["node"]["current"] for e in page["edges"])
             seen += [(e["node"]["sourceNative"]["externalId"], e["node"]["rank"]) for e in page["edges"]]
             if not page["pageInfo"]["hasNextPage"]:

@@ -4,8 +4,8 @@ import httpx
 from asgi_lifespan import LifespanManager
 from pymongo import monitoring
 
-from gateway.app import create_app
-from gateway.settings import Settings
+from server.app import create_app
+from server.settings import Settings
 from store.publish import publish_many
 from tests import factories
 

@@ -5,7 +5,7 @@ import argparse
 
 import pytest
 
-from gateway.cli import build_parser
+from cli import build_parser
 from tests.command import kernelindex
 
 

@@ -13,9 +13,7 @@ from tests.command import KERNELINDEX
 
 def kernelindex(*args, env_extra=None, input=None):
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run(
-        [KERNELINDEX, *args], capture_output=True, text=True, env=env, input=input, timeout=120
-    )
+    return subprocess.run([KERNELINDEX, *args], capture_output=True, text=True, env=env, input=input, timeout=120)
 
 
 def _bundle_manifests(external_id="1", **kw):

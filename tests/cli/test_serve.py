@@ -5,13 +5,11 @@ import os
 import signal
 import socket
 import subprocess
-import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-from gateway.embedded import free_port
+from store.embedded import free_port
 from tests import factories
 from tests.command import KERNELINDEX
 from tests.serving import env_for as _env
@@ -34,7 +32,14 @@ def test_data_survives_a_restart_and_the_database_stops_cleanly(tmp_path):
         db_pid = json.loads((home / "db.json").read_text())["pid"]
         bundle = factories.run_bundle("persist-1")
         manifests = tmp_path / "m.json"
-        manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+        manifests.write_text(
+            json.dumps(
+                [
+                    m.to_json()
+                    for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
+                ]
+            )
+        )
         # `load` finds the server that `serve` started, through its address file.
         loaded = subprocess.run([KERNELINDEX, "load", str(manifests)], env=_env(home), capture_output=True, text=True, timeout=60)
         assert loaded.returncode == 0, loaded.stderr
@@ -60,9 +65,7 @@ def test_port_in_use_is_one_clear_error(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run(
-            [KERNELINDEX, "serve", "--port", str(port)], env=_env(tmp_path), capture_output=True, text=True, timeout=60
-        )
+        result = subprocess.run([KERNELINDEX, "serve", "--port", str(port)], env=_env(tmp_path), capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
     assert result.stderr.strip() == f"error: port {port} on 127.0.0.1 is already in use; choose another with --port"
 
@@ -74,7 +77,10 @@ def test_database_port_in_use_is_one_clear_error(tmp_path):
         db_port = taken.getsockname()[1]
         result = subprocess.run(
             [KERNELINDEX, "serve", "--port", str(free_port()), "--db-port", str(db_port)],
-            env=_env(tmp_path), capture_output=True, text=True, timeout=60,
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     assert result.returncode == 1
     assert f"error: port {db_port} on 127.0.0.1 is already in use" in result.stderr
@@ -84,7 +90,10 @@ def test_database_port_in_use_is_one_clear_error(tmp_path):
 def test_database_not_up_in_time_is_one_clear_error(tmp_path):
     result = subprocess.run(
         [KERNELINDEX, "serve", "--port", str(free_port()), "--db-timeout", "0.01"],
-        env=_env(tmp_path), capture_output=True, text=True, timeout=60,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 1
     assert "error: the embedded database did not answer ping within" in result.stderr
@@ -109,10 +118,19 @@ def test_commands_start_the_embedded_database_themselves_when_no_serve_runs(tmp_
     home = tmp_path / "home"
     bundle = factories.run_bundle("standalone-1")
     manifests = tmp_path / "m.json"
-    manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+    manifests.write_text(
+        json.dumps(
+            [
+                m.to_json()
+                for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
+            ]
+        )
+    )
     loaded = subprocess.run([KERNELINDEX, "load", str(manifests)], env=_env(home), capture_output=True, text=True, timeout=120)
     assert loaded.returncode == 0, loaded.stderr
-    exported = subprocess.run([KERNELINDEX, "export", "--kind", "BenchmarkRun"], env=_env(home), capture_output=True, text=True, timeout=120)
+    exported = subprocess.run(
+        [KERNELINDEX, "export", "--kind", "BenchmarkRun"], env=_env(home), capture_output=True, text=True, timeout=120
+    )
     assert exported.returncode == 0, exported.stderr
     assert [json.loads(line)["metadata"]["name"] for line in exported.stdout.splitlines()] == ["synthetic-standalone-1"]
     assert (home / "db").is_dir() and not (home / "db.json").exists()

@@ -3,8 +3,8 @@ one operation, and the controlled reruns executed on the lent H200 as KernelInde
 
 from pathlib import Path
 
-from gateway.bootstrap import bootstrap
-from gateway.settings import Settings
+from server.bootstrap import bootstrap
+from server.settings import Settings
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -40,13 +40,21 @@ async def test_both_groups_under_one_operation_and_the_verified_h200_run(api, db
     # Four controlled reruns through the offline runner, one per implementation, all Verified (the
     # fourth signed by a second approved runner key: data/runners/kernelindex-lent-h200-2.pem).
     runs = {e["node"]["implementation"]["name"]: e["node"] for e in data["verified"]["edges"]}
-    assert set(runs) == {"kernelindex-051-ext", "kernelindex-051-ext-cluster", "kernelindex-051-ext-streamnorm",
-                         "kernelindex-051-ext-hybrid"}
+    assert set(runs) == {
+        "kernelindex-051-ext",
+        "kernelindex-051-ext-cluster",
+        "kernelindex-051-ext-streamnorm",
+        "kernelindex-051-ext-hybrid",
+    }
     for run in runs.values():
         assert run["status"] == "passed" and run["environment"]["gpu"]["product"] == "NVIDIA H200"
         assert run["group"]["title"] == "kernelindex-controlled v1 · H200"
         assert run["aggregates"]["casesPassed"] == 16 and len(run["cases"]) == 16
         assert all(len(c["samplesNs"]) == 50 for c in run["cases"])
     geomean = {name: run["aggregates"]["geomeanLatencyNs"] for name, run in runs.items()}
-    assert (geomean["kernelindex-051-ext-hybrid"] < geomean["kernelindex-051-ext-streamnorm"]
-            < geomean["kernelindex-051-ext-cluster"] < geomean["kernelindex-051-ext"])
+    assert (
+        geomean["kernelindex-051-ext-hybrid"]
+        < geomean["kernelindex-051-ext-streamnorm"]
+        < geomean["kernelindex-051-ext-cluster"]
+        < geomean["kernelindex-051-ext"]
+    )

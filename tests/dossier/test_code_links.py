@@ -5,11 +5,11 @@ commit holding its sources (pinned in data/code-pins.json, since those manifests
 import json
 from pathlib import Path
 
-from gateway.bootstrap import bootstrap
-from gateway.settings import Settings
 from registry.digest import manifest_digest
 from registry.manifests import make_manifest
 from resolvers import ids
+from server.bootstrap import bootstrap
+from server.settings import Settings
 from store.manifest_set import publish_set
 from tests import factories
 
@@ -20,8 +20,10 @@ async def test_verified_runs_name_the_commit_of_their_code(api, db, mongo_uri):
     await bootstrap(mongo_uri, Settings(database=db.name), DATA)
     await bootstrap(mongo_uri, Settings(database=db.name), DATA)  # the pins are written once
     pins = json.loads((DATA / "code-pins.json").read_text())["pins"]
-    edges = (await api.data("""{ runs(filter: {evidenceLevel: KERNELINDEX_VERIFIED}) { edges { node {
-        implementation { name code { repository commit path paths entryPoint digest language url } } } } } }"""))["runs"]["edges"]
+    edges = (
+        await api.data("""{ runs(filter: {evidenceLevel: KERNELINDEX_VERIFIED}) { edges { node {
+        implementation { name code { repository commit path paths entryPoint digest language url } } } } } }""")
+    )["runs"]["edges"]
     codes = {e["node"]["implementation"]["name"]: e["node"]["implementation"]["code"] for e in edges}
     # ext-hybrid's revision (fifth session) names its commit in its own manifest, a commit on main
     hybrid = codes.pop("kernelindex-051-ext-hybrid")
@@ -41,17 +43,33 @@ async def test_verified_runs_name_the_commit_of_their_code(api, db, mongo_uri):
 async def test_a_new_revision_carries_its_commit_and_one_without_has_no_link(api, db):
     defn = factories.definition("pinned-op")
     code = {"repository": "kernelindex", "path": "kernels/ops/x", "entryPoint": "kernels.ops.x:run", "language": "cuda"}
-    new = make_manifest("ImplementationRevision", "kernelindex-x-new", {
-        "name": "x", "project": "kernelindex", "revision": "v2", "definitionDigest": manifest_digest(defn),
-        "code": {**code, "digest": "sha256:" + "a" * 64, "commit": "b" * 40, "paths": ["kernels/ops/x/run.py"], "variant": {}},
-    })
-    old = make_manifest("ImplementationRevision", "kernelindex-x-old", {
-        "name": "x", "project": "kernelindex", "revision": "v1", "definitionDigest": manifest_digest(defn),
-        "code": {**code, "digest": "sha256:" + "c" * 64},
-    })
+    new = make_manifest(
+        "ImplementationRevision",
+        "kernelindex-x-new",
+        {
+            "name": "x",
+            "project": "kernelindex",
+            "revision": "v2",
+            "definitionDigest": manifest_digest(defn),
+            "code": {**code, "digest": "sha256:" + "a" * 64, "commit": "b" * 40, "paths": ["kernels/ops/x/run.py"], "variant": {}},
+        },
+    )
+    old = make_manifest(
+        "ImplementationRevision",
+        "kernelindex-x-old",
+        {
+            "name": "x",
+            "project": "kernelindex",
+            "revision": "v1",
+            "definitionDigest": manifest_digest(defn),
+            "code": {**code, "digest": "sha256:" + "c" * 64},
+        },
+    )
     await publish_set(db, [defn, new, old])
     query = "query($ids: [ID!]!) { nodes(ids: $ids) { ... on Implementation { revision code { commit paths url } } } }"
     nodes = (await api.data(query, {"ids": [ids.encode("Implementation", manifest_digest(m)) for m in (new, old)]}))["nodes"]
-    assert nodes[0] == {"revision": "v2", "code": {"commit": "b" * 40, "paths": ["kernels/ops/x/run.py"],
-                                                    "url": f"{Settings().source_url}/tree/{'b' * 40}/kernels/ops/x"}}
+    assert nodes[0] == {
+        "revision": "v2",
+        "code": {"commit": "b" * 40, "paths": ["kernels/ops/x/run.py"], "url": f"{Settings().source_url}/tree/{'b' * 40}/kernels/ops/x"},
+    }
     assert nodes[1] == {"revision": "v1", "code": {"commit": None, "paths": None, "url": None}}

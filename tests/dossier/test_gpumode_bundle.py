@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.bootstrap import bootstrap
-from gateway.settings import Settings
+from server.bootstrap import bootstrap
+from server.settings import Settings
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 RUN = """query($id: String!) { runByExternalId(source: "gpumode", externalId: $id) {
@@ -32,16 +32,23 @@ async def test_bundled_runs_show_per_case_statistics_and_ties(api, seeded):
     run = (await api.data(RUN, {"id": external_id(1)}))["runByExternalId"]
     assert run["title"] == "synthetic-user-1 · synthetic-fp8-mm · MI300X"
     assert run["primaryMeasurement"]["statistic"] == "geomean"
-    assert run["sourceNative"] == {"benchmark": "synthetic-fp8-mm", "sourceTitle": "GPU MODE KernelBot",
-                                   "externalReference": "leaderboard/9399/900001/amd-instinct-mi300x"}
+    assert run["sourceNative"] == {
+        "benchmark": "synthetic-fp8-mm",
+        "sourceTitle": "GPU MODE KernelBot",
+        "externalReference": "leaderboard/9399/900001/amd-instinct-mi300x",
+    }
     first = run["cases"][0]
     assert {a["key"]: a["value"] for a in first["axes"]} == {"k": "7168", "m": "1024", "n": "1536", "seed": "8135"}
     assert first["sampleCount"] == 100
     # User 1's later, faster submission (0.95 × the base means) represents them.
     assert {m["statistic"]: m["valueNs"] for m in first["latency"]} == {"mean": 19000, "std": 190, "err": 19, "best": 18430, "worst": 19950}
     assert run["rank"] == 1
-    assert run["group"] == {"size": 10, "rankedSize": 10, "sourceNative": True,
-                            "rankRule": {"metric": "geomean", "order": "asc", "tieTest": "ci95_overlap"}}
+    assert run["group"] == {
+        "size": 10,
+        "rankedSize": 10,
+        "sourceNative": True,
+        "rankRule": {"metric": "geomean", "order": "asc", "tieTest": "ci95_overlap"},
+    }
     # Users 2 and 3 are 0.1 % apart with 5 % std per case: tied; user 4 is behind them.
     ranks = [(await api.data(RUN, {"id": external_id(user)}))["runByExternalId"]["rank"] for user in (2, 3, 4)]
     assert ranks == [2, 2, 4]

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.bootstrap import bootstrap
-from gateway.settings import Settings
+from server.bootstrap import bootstrap
+from server.settings import Settings
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -48,8 +48,14 @@ async def test_the_seed_page_line_by_line(api, seeded):
     assert run["observedAt"] == "2026-08-16T10:44:34.394000+00:00"
     # SOL 0.2851 · 0.46× reference · 2/16 cases faster
     sol = run["sourceNative"]["solExecBench"]
-    assert sol == {"solScore": 0.28508, "latencyMs": 0.333636, "avgSpeedup": 0.4642, "fast1Count": 2, "fast1Total": 16,
-                   "summary": "SOL 0.2851 · 0.46× reference · 2/16 cases faster"}
+    assert sol == {
+        "solScore": 0.28508,
+        "latencyMs": 0.333636,
+        "avgSpeedup": 0.4642,
+        "fast1Count": 2,
+        "fast1Total": 16,
+        "summary": "SOL 0.2851 · 0.46× reference · 2/16 cases faster",
+    }
     assert run["sourceNative"]["raw"]["metrics"]["sol_score"] == 0.28508
     # Identity.
     assert run["implementation"] == {"name": "Geometric", "project": "Geometric", "revision": "submission-37369"}
@@ -61,10 +67,18 @@ async def test_the_seed_page_line_by_line(api, seeded):
     assert identity["environmentDigest"] == "sha256:f304afb2fedab4bbeadf8ac36a990ff517ab6e824dfe5a3ee0fe46259ff5e39f"
     assert identity["digest"] == run["digest"]
     # Correctness.
-    assert run["correctness"] == {"status": "passed", "statement": "Marked passed by the source; the correctness policy was not published.", "policy": "not published"}
+    assert run["correctness"] == {
+        "status": "passed",
+        "statement": "Marked passed by the source; the correctness policy was not published.",
+        "policy": "not published",
+    }
     # Workload.
-    assert run["workload"] == {"description": "Correctness must pass on every case in the SOL evaluation stack.", "caseCount": 16,
-                               "comparator": "sol_execbench_eval", "aggregation": "mean latency"}
+    assert run["workload"] == {
+        "description": "Correctness must pass on every case in the SOL evaluation stack.",
+        "caseCount": 16,
+        "comparator": "sol_execbench_eval",
+        "aggregation": "mean latency",
+    }
     # Protocol.
     protocol = run["protocol"]
     assert protocol["harness"] == {"name": "SOL-ExecBench evaluation stack", "version": "v1.1"}

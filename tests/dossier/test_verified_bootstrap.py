@@ -7,10 +7,10 @@ import json
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from gateway.bootstrap import BootstrapError, bootstrap
-from gateway.settings import Settings
 from registry.digest import manifest_digest
 from registry.dsse import public_pem
+from server.bootstrap import BootstrapError, bootstrap
+from server.settings import Settings
 from tests.jobs import support
 
 
@@ -25,11 +25,15 @@ def _data_dir(tmp_path, signer, runner_key):
     (tmp_path / "controlled" / "h200" / "manifests.json").write_text(json.dumps([m.to_json() for m in objects.values()]))
     (tmp_path / "runners").mkdir()
     (tmp_path / "runners" / "h200.pem").write_text(public_pem(runner_key.public_key()))
-    job = {"_id": "job1", "gpu": support.GPU, "expected": {
-        "protocolDigest": manifest_digest(objects["protocol"]),
-        "workloadDigest": manifest_digest(objects["workload"]),
-        "implementationDigest": manifest_digest(objects["implementation"]),
-    }}
+    job = {
+        "_id": "job1",
+        "gpu": support.GPU,
+        "expected": {
+            "protocolDigest": manifest_digest(objects["protocol"]),
+            "workloadDigest": manifest_digest(objects["workload"]),
+            "implementationDigest": manifest_digest(objects["implementation"]),
+        },
+    }
     (tmp_path / "verified").mkdir()
     envelope = json.loads(support.signed_result(job, signer))
     (tmp_path / "verified" / "job1.json").write_text(json.dumps({"job": "job1", "envelope": envelope}))
@@ -41,7 +45,9 @@ async def test_signed_result_files_become_verified_runs(api, db, mongo_uri, tmp_
     _data_dir(tmp_path, signer, signer)
     await bootstrap(mongo_uri, Settings(database=db.name), tmp_path)
     await bootstrap(mongo_uri, Settings(database=db.name), tmp_path)  # idempotent
-    runs = (await api.data('{ runs(filter: {evidenceLevel: KERNELINDEX_VERIFIED}) { edges { node { title group { title } } } } }'))["runs"]["edges"]
+    runs = (await api.data("{ runs(filter: {evidenceLevel: KERNELINDEX_VERIFIED}) { edges { node { title group { title } } } } }"))["runs"][
+        "edges"
+    ]
     assert [r["node"]["title"] for r in runs] == ["ext · controlled-op · H200"]
     assert runs[0]["node"]["group"]["title"] == "kernelindex-controlled v1 · H200"
 

@@ -42,7 +42,9 @@ def manifests_file(path: Path, prefix: str, runs: int, groups: int = 5) -> list[
     out, seen, external_ids = [], set(), []
     for n in range(runs):
         external_id = f"{prefix}-{n}"
-        bundle = factories.run_bundle(external_id, env=envs[n % groups], defn=defn, score=(n * 37 % 101) / 100, latency_ns=10_000 + n * 7919 % 50_000)
+        bundle = factories.run_bundle(
+            external_id, env=envs[n % groups], defn=defn, score=(n * 37 % 101) / 100, latency_ns=10_000 + n * 7919 % 50_000
+        )
         for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run):
             key = manifest_digest(m)
             if key not in seen:
@@ -62,7 +64,9 @@ def group_problems(uri: str, database: str = "kernelindex") -> list[str]:
         for group in db.comparison_groups.find({}):
             key = group["_id"]
             members = list(db.runs.find({"groupKey": key, "current": True}, {"rank": 1, "rankValue": 1, "rankNoise": 1}))
-            expected = rank_entries(RankRule(**group["rankRule"]), [Entry(m["_id"], m.get("rankValue"), m.get("rankNoise") or 0.0) for m in members])
+            expected = rank_entries(
+                RankRule(**group["rankRule"]), [Entry(m["_id"], m.get("rankValue"), m.get("rankNoise") or 0.0) for m in members]
+            )
             stored = {m["_id"]: m.get("rank") for m in members}
             if group["size"] != len(members):
                 problems.append(f"{key}: size {group['size']} but {len(members)} current runs")

@@ -20,7 +20,10 @@ async def test_six_identical_reproductions_at_once_are_one_attestation_and_six_a
     envelope = support.envelope(signer, run["digest"])
     async with httpx.AsyncClient(base_url=live_site, timeout=60) as http:
         replies = await asyncio.gather(
-            *[http.post("/graphql", json={"query": SUBMIT, "variables": {"run": run["id"], "envelope": envelope}}, headers=bearer(secret)) for _ in range(6)]
+            *[
+                http.post("/graphql", json={"query": SUBMIT, "variables": {"run": run["id"], "envelope": envelope}}, headers=bearer(secret))
+                for _ in range(6)
+            ]
         )
     bodies = [reply.json() for reply in replies]
     assert all("errors" not in body for body in bodies), [body.get("errors") for body in bodies]

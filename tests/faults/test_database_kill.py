@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gateway.embedded import EmbeddedServer
+from store.embedded import EmbeddedServer
 from tests.faults.support import KERNELINDEX, env_for, group_problems, kernelindex, manifests_file, stored_external_ids
 
 pytestmark = pytest.mark.slow
@@ -54,7 +54,13 @@ def test_kill_9_in_the_middle_of_a_500_run_load_leaves_every_group_consistent(tm
         assert kernelindex("load", str(before), env={**env, "MONGODB_URI": server.uri}).returncode == 0
         big = tmp_path / "big.json"
         ids = manifests_file(big, "big", runs=500)
-        load = subprocess.Popen([KERNELINDEX, "load", str(big)], env={**env, "MONGODB_URI": server.uri}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        load = subprocess.Popen(
+            [KERNELINDEX, "load", str(big)],
+            env={**env, "MONGODB_URI": server.uri},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # Somewhere in the load: parsing, writing objects, or inside the runs' transaction.
         time.sleep(random.Random().uniform(1.0, 4.0))
         _kill_9(server)

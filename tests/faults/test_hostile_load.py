@@ -37,21 +37,39 @@ def _alias_bomb() -> str:
 
 
 CASES = {
-    "integer of 2^63": (lambda: json.dumps(_manifests(**{"spec.sourceNative.metrics.sol_score": 2**63})), ".json",
-                        "spec.sourceNative.metrics.sol_score: an integer outside the 64-bit range"),
+    "integer of 2^63": (
+        lambda: json.dumps(_manifests(**{"spec.sourceNative.metrics.sol_score": 2**63})),
+        ".json",
+        "spec.sourceNative.metrics.sol_score: an integer outside the 64-bit range",
+    ),
     "100k-deep nesting": (lambda: _deep(100_000), ".json", "JSON nested too deeply"),
     "invalid UTF-8": (lambda: b'{"kind": "\xff\xfe"}', ".json", "not UTF-8: byte 0xff at offset 10"),
-    "a 17 MB document": (lambda: json.dumps(_manifests(**{"spec.sourceNative.benchmark": "x" * 17_000_000})), ".json",
-                         "spec.sourceNative.benchmark: a string of 17,000,000 characters; at most 65,536"),
+    "a 17 MB document": (
+        lambda: json.dumps(_manifests(**{"spec.sourceNative.benchmark": "x" * 17_000_000})),
+        ".json",
+        "spec.sourceNative.benchmark: a string of 17,000,000 characters; at most 65,536",
+    ),
     "a 10 MB title": (lambda: json.dumps(_manifests(**{"metadata.title": "t" * 10_000_000})), ".json", "metadata.title: a string of"),
-    "a 1 MB external id": (lambda: json.dumps(_manifests(**{"spec.sourceNative.externalId": "e" * 1_000_000})), ".json",
-                           "spec.sourceNative.externalId: a string of 1,000,000 characters"),
-    "a 300-character external id": (lambda: json.dumps(_manifests(**{"spec.sourceNative.externalId": "e" * 300})), ".json",
-                                    "spec.sourceNative.externalId: String should have at most 256 characters"),
-    "a 600-character title": (lambda: json.dumps(_manifests(**{"metadata.title": "t" * 600})), ".json",
-                              "metadata.title: String should have at most 500 characters"),
-    "100 labels": (lambda: json.dumps(_manifests(**{"metadata.labels": {f"k{n}": "v" for n in range(100)}})), ".json",
-                   "metadata.labels: Dictionary should have at most 64 items"),
+    "a 1 MB external id": (
+        lambda: json.dumps(_manifests(**{"spec.sourceNative.externalId": "e" * 1_000_000})),
+        ".json",
+        "spec.sourceNative.externalId: a string of 1,000,000 characters",
+    ),
+    "a 300-character external id": (
+        lambda: json.dumps(_manifests(**{"spec.sourceNative.externalId": "e" * 300})),
+        ".json",
+        "spec.sourceNative.externalId: String should have at most 256 characters",
+    ),
+    "a 600-character title": (
+        lambda: json.dumps(_manifests(**{"metadata.title": "t" * 600})),
+        ".json",
+        "metadata.title: String should have at most 500 characters",
+    ),
+    "100 labels": (
+        lambda: json.dumps(_manifests(**{"metadata.labels": {f"k{n}": "v" for n in range(100)}})),
+        ".json",
+        "metadata.labels: Dictionary should have at most 64 items",
+    ),
     "a lone surrogate": (lambda: json.dumps(_manifests(**{"metadata.title": "\ud800"})), ".json", "metadata.title: a lone surrogate"),
     "a YAML alias bomb": (_alias_bomb, ".yaml", "its aliases expand to more than 1,000,000 nodes"),
     "a recursive YAML alias": (lambda: "a: &a [*a]\n", ".yaml", "its aliases expand to more than"),

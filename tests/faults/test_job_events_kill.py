@@ -16,10 +16,10 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from gateway.embedded import free_port
 from registry.digest import manifest_digest
 from registry.dsse import public_pem
 from resolvers import ids
+from store.embedded import free_port
 from tests import factories
 from tests.faults.support import env_for, job_event_problems, kernelindex, start_serve, stop, wait_ready
 from tests.jobs import support as jobs_support
@@ -27,7 +27,9 @@ from tests.jobs import support as jobs_support
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")]
 
 REQUEST = """mutation($input: BenchmarkJobRequestInput!) { benchmarkJobRequest(input: $input) { job { id } userErrors { code } } }"""
-CLAIM = """mutation($lease: Int!) { benchmarkJobClaim(input: {gpu: "NVIDIA H200", leaseSeconds: $lease}) { job { id } userErrors { code } } }"""
+CLAIM = (
+    """mutation($lease: Int!) { benchmarkJobClaim(input: {gpu: "NVIDIA H200", leaseSeconds: $lease}) { job { id } userErrors { code } } }"""
+)
 START = """mutation($job: ID!) { benchmarkJobStart(input: {job: $job}) { job { state } userErrors { code } } }"""
 FAIL = """mutation($job: ID!) { benchmarkJobFail(input: {job: $job, code: runtime_error, message: "fault test"}) { job { state } userErrors { code } } }"""
 

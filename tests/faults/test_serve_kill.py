@@ -10,7 +10,7 @@ import subprocess
 import httpx
 import pytest
 
-from gateway.embedded import EmbeddedServer, free_port
+from store.embedded import EmbeddedServer, free_port
 from tests.faults.support import env_for, gone, kernelindex, manifests_file, start_serve, stop, wait_ready
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from gateway.embedded import EmbeddedServer, free_port
+from store.embedded import EmbeddedServer, free_port
 from tests.command import KERNELINDEX
 from tests.faults.support import env_for, group_problems, manifests_file, start_serve, stored_external_ids, wait_ready
 
@@ -26,7 +26,9 @@ def test_sigterm_to_serve_during_a_load(tmp_path):
     try:
         wait_ready(proc, port, timeout=240)
         uri = json.loads((home / "db.json").read_text())["uri"]
-        load = subprocess.Popen([KERNELINDEX, "load", str(big)], env=env_for(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        load = subprocess.Popen(
+            [KERNELINDEX, "load", str(big)], env=env_for(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         time.sleep(2.0)
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=120)

@@ -16,9 +16,9 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from websockets.asyncio.client import connect
 
-from gateway.settings import Settings
 from resolvers import ids
 from resolvers.types.common import encode_cursor
+from server.settings import Settings
 from store.keys import Scope
 from store.publish import publish
 from tests import factories
@@ -34,7 +34,12 @@ JOB_UPDATED = "subscription($id: ID!, $after: String) { benchmarkJobUpdated(id: 
 async def _job(db, url: str, requester: str) -> str:
     await jobs.registry_with_controlled_definition(db)
     definition = ids.encode("Definition", (await db.definitions.find_one({}))["_id"])
-    request = await graphql(url, jobs.REQUEST, {"input": {"definition": definition, "implementation": "ext", "gpu": jobs.GPU, "idempotencyKey": "ws-1"}}, requester)
+    request = await graphql(
+        url,
+        jobs.REQUEST,
+        {"input": {"definition": definition, "implementation": "ext", "gpu": jobs.GPU, "idempotencyKey": "ws-1"}},
+        requester,
+    )
     return request["data"]["benchmarkJobRequest"]["job"]["id"]
 
 
@@ -105,13 +110,19 @@ async def _first_error(conn, server, cursor) -> str:
 
 def test_a_websocket_message_over_the_body_limit_closes_the_connection(db, mongo_uri):
     """The subgraph process as the stack runs it (`kernelindex serve --subgraph`)."""
-    from gateway.embedded import free_port
+    from store.embedded import free_port
     from tests.command import KERNELINDEX
     from tests.serving import wait_ready
 
     port = free_port()
     env = {**os.environ, "MONGODB_URI": mongo_uri, "KERNELINDEX_DATABASE": db.name}
-    proc = subprocess.Popen([KERNELINDEX, "serve", "--subgraph", "registry", "--port", str(port), "--no-data"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [KERNELINDEX, "serve", "--subgraph", "registry", "--port", str(port), "--no-data"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_ready(proc, port)
         limit = Settings().max_body_bytes
@@ -120,7 +131,9 @@ def test_a_websocket_message_over_the_body_limit_closes_the_connection(db, mongo
             async with connect(f"ws://127.0.0.1:{port}/graphql", subprotocols=["graphql-transport-ws"], max_size=None) as socket:
                 await socket.send(json.dumps({"type": "connection_init", "payload": {}}))
                 assert json.loads(await socket.recv())["type"] == "connection_ack"
-                await socket.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": "{ __typename }", "variables": {"pad": "x" * pad}}}))
+                await socket.send(
+                    json.dumps({"id": "1", "type": "subscribe", "payload": {"query": "{ __typename }", "variables": {"pad": "x" * pad}}})
+                )
                 try:
                     return None, json.loads(await asyncio.wait_for(socket.recv(), 10))
                 except Exception:  # noqa: BLE001 - closed by the server

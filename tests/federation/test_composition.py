@@ -11,13 +11,13 @@ import pytest
 from asgi_lifespan import LifespanManager
 from pymongo import monitoring
 
-from gateway.app import create_app
-from gateway.settings import Settings
 from resolvers import ids
+from server.app import create_app
+from server.settings import Settings
 from store.publish import publish_many
 from tests import factories
 
-FEDERATION = Path(__file__).resolve().parents[2] / "federation"
+GATEWAY_DIR = Path(__file__).resolve().parents[2] / "gateway"
 
 
 class Finds(monitoring.CommandListener):
@@ -45,8 +45,8 @@ async def _post(app, query: str, variables: dict | None = None) -> dict:
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 async def test_subgraph_sdl_composes_with_guild_and_apollo(db, mongo_uri):
-    if not (FEDERATION / "node_modules").is_dir():
-        pytest.fail("federation/node_modules missing: run `npm ci --prefix federation` (make test does)")
+    if not (GATEWAY_DIR / "node_modules").is_dir():
+        pytest.fail("gateway/node_modules missing: run `npm ci --prefix federation` (make test does)")
     services = []
     for name in ("registry", "benchmarks"):
         app = create_app(mongo_uri, Settings(database=db.name), subgraph=name)
@@ -56,7 +56,9 @@ async def test_subgraph_sdl_composes_with_guild_and_apollo(db, mongo_uri):
     registry_sdl, benchmarks_sdl = services[0]["sdl"], services[1]["sdl"]
     assert "runPublished" in registry_sdl and "benchmarkJobRequest" not in registry_sdl
     assert "benchmarkJobRequest" in benchmarks_sdl and "runByExternalId" not in benchmarks_sdl
-    result = subprocess.run(["node", str(FEDERATION / "compose.mjs")], input=json.dumps(services), capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["node", str(GATEWAY_DIR / "compose.mjs")], input=json.dumps(services), capture_output=True, text=True, timeout=120
+    )
     report = json.loads(result.stdout)
     assert report["guild"]["errors"] == [] and report["apollo"]["errors"] == [], report
     assert result.returncode == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.cli import build_parser
+from cli import build_parser
 from tests.command import kernelindex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +36,16 @@ def _containers(docs: list[dict]) -> dict[str, dict]:
 def test_manifests_describe_the_topology_and_their_commands_parse():
     docs = _documents()
     kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
-    for expected in [("StatefulSet", "mongodb"), ("Deployment", "registry"), ("Deployment", "benchmarks"), ("Deployment", "gateway"),
-                     ("Deployment", "web"), ("Deployment", "runner-h200"), ("Service", "registry"), ("Service", "benchmarks")]:
+    for expected in [
+        ("StatefulSet", "mongodb"),
+        ("Deployment", "registry"),
+        ("Deployment", "benchmarks"),
+        ("Deployment", "gateway"),
+        ("Deployment", "web"),
+        ("Deployment", "runner-h200"),
+        ("Service", "registry"),
+        ("Service", "benchmarks"),
+    ]:
         assert expected in kinds
     containers = _containers(docs)
     assert "--replSet" in containers["mongodb"]["args"]
@@ -65,12 +73,18 @@ def test_gateway_config_loads_and_supergraph_composes_for_the_cluster_urls():
         "console.log(JSON.stringify({ws: c.transportEntries['*.http'].options.subscriptions.kind,"
         " plugins: c.plugins().length, headers: typeof c.propagateHeaders.fromClientToSubgraphs, cost: c.demandControl}));"
     )
-    loaded = subprocess.run(["node", "--input-type=module", "-e", check, str(ROOT / "federation" / "gateway.config.mjs")],
-                            capture_output=True, text=True, timeout=60)
+    loaded = subprocess.run(
+        ["node", "--input-type=module", "-e", check, str(ROOT / "gateway" / "gateway.config.mjs")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert loaded.returncode == 0, loaded.stderr
     assert json.loads(loaded.stdout) == {"ws": "ws", "plugins": 4, "headers": "function", "cost": {"maxCost": 5000, "listSize": 10}}
 
-    result = kernelindex("supergraph", "--registry-url", "http://registry:4001/graphql", "--benchmarks-url", "http://benchmarks:4002/graphql")
+    result = kernelindex(
+        "supergraph", "--registry-url", "http://registry:4001/graphql", "--benchmarks-url", "http://benchmarks:4002/graphql"
+    )
     assert result.returncode == 0, result.stderr
     assert 'REGISTRY @join__graph(name: "registry", url: "http://registry:4001/graphql")' in result.stdout
     assert 'BENCHMARKS @join__graph(name: "benchmarks", url: "http://benchmarks:4002/graphql")' in result.stdout

@@ -14,8 +14,8 @@ import subprocess
 import httpx
 import pytest
 
-from gateway.embedded import free_port
 from gateway.stack import listening_socket
+from store.embedded import free_port
 from tests.command import KERNELINDEX
 
 pytestmark = pytest.mark.slow
@@ -35,7 +35,10 @@ def test_a_handed_port_cannot_be_taken_and_answers_from_the_start(part, db, mong
     env = {**os.environ, "MONGODB_URI": mongo_uri, "KERNELINDEX_DATABASE": db.name}
     process = subprocess.Popen(
         [KERNELINDEX, *argv, "--host", "127.0.0.1", "--port", str(port), "--fd", str(sock.fileno())],
-        pass_fds=(sock.fileno(),), env=env, stderr=subprocess.PIPE, text=True,
+        pass_fds=(sock.fileno(),),
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     sock.close()  # only the child holds the port now
     try:

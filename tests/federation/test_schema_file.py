@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from gateway.schema import build_schema
+from server.schema import build_schema
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schema.graphql"
 

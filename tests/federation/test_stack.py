@@ -17,12 +17,11 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from gateway.embedded import free_port
-from gateway.settings import Settings
+from server.settings import Settings
+from store.embedded import free_port
 from tests import factories
 from tests.command import KERNELINDEX
 from tests.subscriptions.support import RUN_PUBLISHED, ws_connection
@@ -71,7 +70,9 @@ class Stack:
         self.home, self.port = home, free_port()
         self.env = {**{k: v for k, v in os.environ.items() if k != "MONGODB_URI"}, "KERNELINDEX_HOME": str(home), "PYTHONUNBUFFERED": "1"}
         self.log = open(home.parent / f"stack-{self.port}.log", "w+")
-        self.process = subprocess.Popen([KERNELINDEX, "serve", "--port", str(self.port), *extra], env=self.env, stdout=self.log, stderr=subprocess.STDOUT, text=True)
+        self.process = subprocess.Popen(
+            [KERNELINDEX, "serve", "--port", str(self.port), *extra], env=self.env, stdout=self.log, stderr=subprocess.STDOUT, text=True
+        )
         self.url = f"http://127.0.0.1:{self.port}/graphql"
 
     def output(self) -> str:
@@ -117,7 +118,9 @@ def _key(stack: Stack, scope: str, tmp: Path) -> str:
     args = ["keys", "create", "--name", f"{scope}-{time.monotonic_ns()}", "--scope", scope]
     if scope == "runner":
         private = Ed25519PrivateKey.generate()
-        (tmp / "runner.pub.pem").write_bytes(private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+        (tmp / "runner.pub.pem").write_bytes(
+            private.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
         args += ["--public-key", str(tmp / "runner.pub.pem")]
     created = stack.cli(*args)
     assert created.returncode == 0, created.stderr
@@ -137,7 +140,11 @@ def test_subgraphs_listen_on_loopback_only_and_the_gateway_serves_both(stack):
 def test_the_subgraphs_and_the_web_process_serve_ports_the_stack_bound(stack):
     # Handed down as sockets (--fd; tests/federation/test_handed_sockets.py shows what that buys).
     handed = [_cmdline(pid) for pid in _children(stack.process.pid) if " --fd " in _cmdline(pid)]
-    assert sorted("web" if " web " in line else line.split("--subgraph ")[1].split()[0] for line in handed) == ["benchmarks", "registry", "web"]
+    assert sorted("web" if " web " in line else line.split("--subgraph ")[1].split()[0] for line in handed) == [
+        "benchmarks",
+        "registry",
+        "web",
+    ]
     web = next(line for line in handed if " web " in line)
     page = httpx.get(f"http://127.0.0.1:{web.split('--port ')[1].split()[0]}/static/site.css", timeout=60)
     assert page.status_code == 200
@@ -145,7 +152,12 @@ def test_the_subgraphs_and_the_web_process_serve_ports_the_stack_bound(stack):
 
 def test_an_authenticated_mutation_and_a_query_spanning_both_subgraphs(stack, tmp_path):
     definition = stack.post(SPANNING, {"name": DEFINITION})["data"]["definition"]
-    request = {"definition": definition["id"], "implementation": "kernelindex-051-ext-streamnorm", "gpu": "NVIDIA H200", "idempotencyKey": "stack-1"}
+    request = {
+        "definition": definition["id"],
+        "implementation": "kernelindex-051-ext-streamnorm",
+        "gpu": "NVIDIA H200",
+        "idempotencyKey": "stack-1",
+    }
 
     anonymous = stack.post(REQUEST, {"input": request})["data"]["benchmarkJobRequest"]
     assert anonymous["userErrors"] == [{"field": "authorization", "code": "UNAUTHENTICATED"}]
@@ -170,10 +182,15 @@ async def test_a_subscription_of_each_subgraph_through_the_gateway(stack, tmp_pa
     ws = stack.url.replace("http://", "ws://")
     definition = stack.post(SPANNING, {"name": DEFINITION})["data"]["definition"]["id"]
     maintainer, runner = _key(stack, "maintainer", tmp_path), _key(stack, "runner", tmp_path)
-    request = {"definition": definition, "implementation": "kernelindex-051-ext-streamnorm", "gpu": "NVIDIA H200", "idempotencyKey": "stack-2"}
+    request = {
+        "definition": definition,
+        "implementation": "kernelindex-051-ext-streamnorm",
+        "gpu": "NVIDIA H200",
+        "idempotencyKey": "stack-2",
+    }
     assert stack.post(REQUEST, {"input": request}, key=maintainer)["data"]["benchmarkJobRequest"]["job"]
     # A claim takes the oldest queued job (another test's may be older): watch that one.
-    queued = stack.post('{ benchmarkJobs(filter: {state: queued}, first: 100) { nodes { id } } }')["data"]["benchmarkJobs"]["nodes"]
+    queued = stack.post("{ benchmarkJobs(filter: {state: queued}, first: 100) { nodes { id } } }")["data"]["benchmarkJobs"]["nodes"]
     job = queued[-1]
 
     # registry: runPublished, public.
@@ -182,7 +199,14 @@ async def test_a_subscription_of_each_subgraph_through_the_gateway(stack, tmp_pa
         await asyncio.sleep(1.5)  # the gateway opens its own subscription to the subgraph
         bundle = factories.run_bundle("through-the-stack")
         manifests = tmp_path / "m.json"
-        manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+        manifests.write_text(
+            json.dumps(
+                [
+                    m.to_json()
+                    for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
+                ]
+            )
+        )
         loaded = await asyncio.to_thread(stack.cli, "load", str(manifests))
         assert loaded.returncode == 0, loaded.stderr
         message = await connection.next_data("runs", timeout=30)
@@ -256,7 +280,14 @@ async def test_many_subscriptions_share_the_gateway_but_each_client_connection_i
         await asyncio.sleep(2.0)
         bundle = factories.run_bundle("thirty-five")
         manifests = tmp_path / "m.json"
-        manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+        manifests.write_text(
+            json.dumps(
+                [
+                    m.to_json()
+                    for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
+                ]
+            )
+        )
         loaded = await asyncio.to_thread(stack.cli, "load", str(manifests))
         assert loaded.returncode == 0, loaded.stderr
         for connection, ids_ in ((first, [f"a{i}" for i in range(20)]), (second, [f"b{i}" for i in range(15)])):
@@ -278,7 +309,9 @@ def test_the_gateway_bounds_request_bodies_as_the_subgraphs_do(stack):
     """Hive Gateway answers `{ __typename }` itself, so only its own limit stands between a client
     and its memory: 1 MiB, with Content-Length or chunked, refused with 413 and the subgraphs' code."""
     limit = Settings().max_body_bytes
-    refusal = {"errors": [{"message": f"request body is larger than the limit of {limit} bytes", "extensions": {"code": "PAYLOAD_TOO_LARGE"}}]}
+    refusal = {
+        "errors": [{"message": f"request body is larger than the limit of {limit} bytes", "extensions": {"code": "PAYLOAD_TOO_LARGE"}}]
+    }
     json_type = {"content-type": "application/json"}
 
     def chunked(body: bytes):
@@ -321,7 +354,10 @@ async def test_the_gateway_closes_a_websocket_whose_message_is_over_the_limit(st
     init = {"type": "connection_init", "payload": {}}
     under = subscribe(limit)
     assert len(json.dumps(under)) == limit
-    assert await send(init, under) == (None, [{"type": "connection_ack"}, {"id": "1", "type": "next", "payload": {"data": {"__typename": "Query"}}}])
+    assert await send(init, under) == (
+        None,
+        [{"type": "connection_ack"}, {"id": "1", "type": "next", "payload": {"data": {"__typename": "Query"}}}],
+    )
     assert await send(init, subscribe(limit + 1)) == (1009, [{"type": "connection_ack"}])
     big_init = {"type": "connection_init", "payload": {"pad": "x" * limit}}
     assert await send(big_init) == (1009, [])

@@ -19,7 +19,9 @@ GPU = "NVIDIA H200"
 
 async def key(db, scope: Scope, signing: Ed25519PrivateKey | None = None, name: str = "test") -> str:
     pem = public_pem(signing.public_key()) if signing else None
-    _, secret = await create_key(db, name=name, scope=scope, public_key_pem=pem, signing_keyid=keyid(signing.public_key()) if signing else None)
+    _, secret = await create_key(
+        db, name=name, scope=scope, public_key_pem=pem, signing_keyid=keyid(signing.public_key()) if signing else None
+    )
     return secret
 
 
@@ -71,11 +73,16 @@ def environment(gpu: str = GPU, host: str = "h200-a") -> Manifest:
     return make_manifest(
         "ExecutionEnvironment",
         f"runner-{host}",
-        {"hardware": {"vendor": "nvidia", "product": gpu, "architecture": "sm_90"}, "software": {"driver": "580", "libraries": {"torch": "2.11"}}},
+        {
+            "hardware": {"vendor": "nvidia", "product": gpu, "architecture": "sm_90"},
+            "software": {"driver": "580", "libraries": {"torch": "2.11"}},
+        },
     )
 
 
-def result_manifests(job_doc: dict, *, median_ns: int = 20_000, status: str = "passed", env: Manifest | None = None) -> tuple[Manifest, Manifest]:
+def result_manifests(
+    job_doc: dict, *, median_ns: int = 20_000, status: str = "passed", env: Manifest | None = None
+) -> tuple[Manifest, Manifest]:
     env = env or environment(job_doc["gpu"])
     expected = job_doc["expected"]
     run = make_manifest(
@@ -98,7 +105,9 @@ def result_manifests(job_doc: dict, *, median_ns: int = 20_000, status: str = "p
 def signed_result(job_doc: dict, signer: Ed25519PrivateKey, **kw) -> str:
     run, env = result_manifests(job_doc, **kw)
     payload = statement_bytes(
-        run.metadata.name, manifest_digest(run), BENCHMARK_RUN_PREDICATE,
+        run.metadata.name,
+        manifest_digest(run),
+        BENCHMARK_RUN_PREDICATE,
         {"job": job_doc["_id"], "manifests": [run.to_json(), env.to_json()]},
     )
     return json.dumps(sign_envelope(payload, signer))

@@ -14,12 +14,24 @@ NODES = """query($ids: [ID!]!) { nodes(ids: $ids) { ... on Implementation { name
 
 
 def _cuda(defn, name: str, architectures: list[str] | None) -> object:
-    return make_manifest("ImplementationRevision", f"kernelindex-{name}", {
-        "name": name, "project": "kernelindex", "revision": "v1", "definitionDigest": manifest_digest(defn),
-        **({"architectures": architectures} if architectures else {}),
-        "code": {"repository": "kernelindex", "path": "kernels/", "entryPoint": name, "digest": "sha256:" + "d" * 64,
-                 "language": "cuda"},
-    })
+    return make_manifest(
+        "ImplementationRevision",
+        f"kernelindex-{name}",
+        {
+            "name": name,
+            "project": "kernelindex",
+            "revision": "v1",
+            "definitionDigest": manifest_digest(defn),
+            **({"architectures": architectures} if architectures else {}),
+            "code": {
+                "repository": "kernelindex",
+                "path": "kernels/",
+                "entryPoint": name,
+                "digest": "sha256:" + "d" * 64,
+                "language": "cuda",
+            },
+        },
+    )
 
 
 def _portable(defn) -> object:
@@ -33,10 +45,13 @@ async def test_unsupported_gpu_is_refused_naming_what_is_supported(api, db):
     maintainer = await support.key(db, Scope.maintainer)
     refused = await support.request(api, maintainer, objects, implementation="legacy", gpu="NVIDIA B200")
     assert refused["job"] is None
-    assert refused["userErrors"] == [{
-        "field": "gpu", "code": "UNSUPPORTED_GPU",
-        "message": "legacy does not run on NVIDIA B200 (sm_100); it supports sm_90",
-    }]
+    assert refused["userErrors"] == [
+        {
+            "field": "gpu",
+            "code": "UNSUPPORTED_GPU",
+            "message": "legacy does not run on NVIDIA B200 (sm_100); it supports sm_90",
+        }
+    ]
     unknown = await support.request(api, maintainer, objects, implementation="legacy", gpu="NVIDIA X1", idem="k2")
     assert unknown["userErrors"][0]["code"] == "UNSUPPORTED_GPU" and "does not know" in unknown["userErrors"][0]["message"]
     assert await db.jobs.count_documents({}) == 0
@@ -77,19 +92,20 @@ def test_runner_refuses_a_job_for_a_gpu_its_code_does_not_support(tmp_path):
     op = get_operation("051")
     ddig = manifest_digest(definition_manifest(op))
     document = {
-        "id": "j1", "jobId": "j1", "gpu": "NVIDIA B200",
+        "id": "j1",
+        "jobId": "j1",
+        "gpu": "NVIDIA B200",
         "definition": {"digest": ddig, "name": op.name if hasattr(op, "name") else "051"},
-        "implementation": {"name": "kernelindex-051-ext-streamnorm",
-                           "digest": manifest_digest(get("ext-streamnorm").manifest(ddig))},
+        "implementation": {"name": "kernelindex-051-ext-streamnorm", "digest": manifest_digest(get("ext-streamnorm").manifest(ddig))},
         "workload": workload_manifest(op, list(op.small_case_shapes), ddig, True).to_json(),
         "protocol": protocol_manifest(Settings(device="cuda", rounds=5, warmups=10, samples=50)).to_json(),
     }
     (tmp_path / "job.json").write_text(json.dumps(document))
     (tmp_path / "key.pem").write_bytes(private_pem(Ed25519PrivateKey.generate()))
-    result = kernelindex("runner", "--job", str(tmp_path / "job.json"), "--out", str(tmp_path / "r.json"),
-                         "--signing-key", str(tmp_path / "key.pem"))
+    result = kernelindex(
+        "runner", "--job", str(tmp_path / "job.json"), "--out", str(tmp_path / "r.json"), "--signing-key", str(tmp_path / "key.pem")
+    )
     assert result.returncode == 1
     failure = json.loads((tmp_path / "r.json").read_text())["failure"]
     assert failure["code"] == "runtime_error"
-    assert failure["message"] == ("UNSUPPORTED_GPU: kernelindex-051-ext-streamnorm does not run on NVIDIA B200 (sm_100); "
-                                  "it supports sm_90")
+    assert failure["message"] == ("UNSUPPORTED_GPU: kernelindex-051-ext-streamnorm does not run on NVIDIA B200 (sm_100); it supports sm_90")

@@ -10,12 +10,11 @@ from asgi_lifespan import LifespanManager
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pymongo.errors import OperationFailure
 
-from gateway.app import create_app
-from gateway.settings import Settings
-
 from registry.digest import manifest_digest
 from registry.dsse import BENCHMARK_RUN_PREDICATE, sign_envelope, statement_bytes
 from resolvers import ids
+from server.app import create_app
+from server.settings import Settings
 from store.keys import Scope
 from tests.conftest import GraphQLClient
 from tests.jobs import support
@@ -39,7 +38,9 @@ async def test_mutations_need_the_right_key(api, db):
     reader = await support.key(db, Scope.reader)
     body = await api.data(support.REQUEST, {"input": payload}, bearer(reader))
     assert body["benchmarkJobRequest"]["userErrors"][0] == {
-        "field": "authorization", "message": "a reader key may not do this; it needs a maintainer or partner key", "code": "FORBIDDEN"
+        "field": "authorization",
+        "message": "a reader key may not do this; it needs a maintainer or partner key",
+        "code": "FORBIDDEN",
     }
     partner = await support.key(db, Scope.partner)
     claimed = await claim(api, partner)
@@ -80,7 +81,9 @@ async def test_claim_complete_publishes_a_verified_run(api, db):
     assert done["userErrors"] == []
     assert done["job"]["state"] == "succeeded"
     assert done["run"]["evidenceLevel"] == "KERNELINDEX_VERIFIED"
-    history = (await api.data("query($id: ID!) { benchmarkJob(id: $id) { history { state } } }", {"id": job["id"]}))["benchmarkJob"]["history"]
+    history = (await api.data("query($id: ID!) { benchmarkJob(id: $id) { history { state } } }", {"id": job["id"]}))["benchmarkJob"][
+        "history"
+    ]
     assert [h["state"] for h in history] == ["queued", "claimed", "succeeded"]
 
     # A second, independent runner verifies the same implementation on the same workload,
@@ -151,12 +154,17 @@ async def test_a_result_with_a_zero_axis_is_refused_naming_the_field(api, db):
     # Properly signed, but its one case has an axis of size 0 (written as JSON: the models refuse it).
     run_json = run.to_json()
     run_json["spec"]["cases"] = [{"index": 0, "axes": {"n": 0}, "status": "passed", "latencyNs": {"median": 20_000}}]
-    payload = statement_bytes(run.metadata.name, manifest_digest(run), BENCHMARK_RUN_PREDICATE, {"job": doc["_id"], "manifests": [run_json, env.to_json()]})
+    payload = statement_bytes(
+        run.metadata.name, manifest_digest(run), BENCHMARK_RUN_PREDICATE, {"job": doc["_id"], "manifests": [run_json, env.to_json()]}
+    )
     result = await complete(api, runner, job["id"], json.dumps(sign_envelope(payload, signer)))
-    assert result["userErrors"] == [{
-        "field": "envelope", "code": "INVALID_MANIFEST",
-        "message": "predicate.manifests: spec.cases.0.axes.n: Input should be greater than 0",
-    }]
+    assert result["userErrors"] == [
+        {
+            "field": "envelope",
+            "code": "INVALID_MANIFEST",
+            "message": "predicate.manifests: spec.cases.0.axes.n: Input should be greater than 0",
+        }
+    ]
     assert result["run"] is None and await db.runs.count_documents({}) == 0
 
 
@@ -178,7 +186,11 @@ async def test_oversized_payload_is_refused_before_parsing(api, db):
     runner = await support.key(db, Scope.runner, signer)
     await claim(api, runner)
     huge = "x" * 2_000_000
-    response = await api.http.post("/graphql", content=json.dumps({"query": support.COMPLETE, "variables": {"job": job["id"], "envelope": huge}}), headers={**bearer(runner), "content-type": "application/json"})
+    response = await api.http.post(
+        "/graphql",
+        content=json.dumps({"query": support.COMPLETE, "variables": {"job": job["id"], "envelope": huge}}),
+        headers={**bearer(runner), "content-type": "application/json"},
+    )
     assert response.status_code == 413
     assert response.json()["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
     big = json.dumps({"payloadType": "application/vnd.in-toto+json", "payload": "A" * 600_000, "signatures": []})
@@ -242,7 +254,9 @@ async def test_only_the_holder_renews_a_lease_and_only_while_it_lives(api, db):
     assert refused["userErrors"][0]["code"] == "JOB_NOT_HELD"
     too_long = (await api.data(RENEW, {"job": job["id"], "lease": 10**6}, bearer(runner)))["benchmarkJobRenewLease"]
     assert too_long["userErrors"][0]["field"] == "leaseSeconds"
-    await db.jobs.update_one({"_id": ids.decode_as(job["id"], "BenchmarkJob")}, {"$set": {"lease.expiresAt": datetime.now(UTC) - timedelta(seconds=1)}})
+    await db.jobs.update_one(
+        {"_id": ids.decode_as(job["id"], "BenchmarkJob")}, {"$set": {"lease.expiresAt": datetime.now(UTC) - timedelta(seconds=1)}}
+    )
     late = (await api.data(RENEW, {"job": job["id"], "lease": 3600}, bearer(runner)))["benchmarkJobRenewLease"]
     assert late["userErrors"][0]["code"] == "LEASE_EXPIRED"
 
@@ -267,7 +281,10 @@ async def test_a_run_is_published_with_its_job_succeeding_or_not_at_all(db, mong
     # failed attempt must leave nothing behind, and the runner's retry then succeeds.
     flaky_uri = mongo_uri + ("&" if "?" in mongo_uri else "?") + "appName=kernelindex-flaky"
     app = create_app(flaky_uri, Settings(database=db.name, mongodb_uri=flaky_uri))
-    async with LifespanManager(app) as manager, httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kernelindex.test") as http:
+    async with (
+        LifespanManager(app) as manager,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kernelindex.test") as http,
+    ):
         api = GraphQLClient(http)
         job, runner, signer, doc = await _claimed_job(api, db)
         envelope = support.signed_result(doc, signer)

@@ -64,10 +64,12 @@ async def test_cpu_job_online_to_verified_run(api, db, live_server, tmp_path):
 
     result = _runner("--api", live_server, "--api-key", runner_key, "--signing-key", str(key_file), "--gpu", cpu, "--once")
     assert result.returncode == 0, result.stderr[-3000:]
-    job = (await api.data(
-        "query($id: ID!) { benchmarkJob(id: $id) { state history { state } run { evidenceLevel status cases { index status samplesNs } workload { caseCount } } } }",
-        {"id": requested["job"]["id"]},
-    ))["benchmarkJob"]
+    job = (
+        await api.data(
+            "query($id: ID!) { benchmarkJob(id: $id) { state history { state } run { evidenceLevel status cases { index status samplesNs } workload { caseCount } } } }",
+            {"id": requested["job"]["id"]},
+        )
+    )["benchmarkJob"]
     assert job["state"] == "succeeded", result.stderr[-3000:]
     assert [h["state"] for h in job["history"]] == ["queued", "claimed", "running", "succeeded"]
     assert job["run"]["evidenceLevel"] == "KERNELINDEX_VERIFIED" and job["run"]["status"] == "passed"
@@ -85,15 +87,24 @@ async def test_cpu_job_offline_path(api, db, live_server, tmp_path):
     requested = await support.request(api, maintainer, objects, implementation="kernelindex-051-reference", gpu=cpu, cases=[1])
     job_file, result_file = tmp_path / "job.json", tmp_path / "result.dsse.json"
     cli = [KERNELINDEX]
-    claimed = subprocess.run([*cli, "jobs", "claim", "--api", live_server, "--api-key", runner_key, "--gpu", cpu, "--out", str(job_file)], capture_output=True, text=True, timeout=60)
+    claimed = subprocess.run(
+        [*cli, "jobs", "claim", "--api", live_server, "--api-key", runner_key, "--gpu", cpu, "--out", str(job_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert claimed.returncode == 0, claimed.stderr
     offline = _runner("--job", str(job_file), "--out", str(result_file), "--signing-key", str(key_file))
     assert offline.returncode == 0, offline.stderr[-3000:]
     assert json.loads(result_file.read_text())["envelope"]["payloadType"] == "application/vnd.in-toto+json"
-    submitted = subprocess.run([*cli, "submit-result", str(result_file), "--api", live_server, "--api-key", runner_key], capture_output=True, text=True, timeout=60)
+    submitted = subprocess.run(
+        [*cli, "submit-result", str(result_file), "--api", live_server, "--api-key", runner_key], capture_output=True, text=True, timeout=60
+    )
     assert submitted.returncode == 0, submitted.stderr
     assert "succeeded" in submitted.stdout and "KERNELINDEX_VERIFIED" in submitted.stdout
-    again = subprocess.run([*cli, "submit-result", str(result_file), "--api", live_server, "--api-key", runner_key], capture_output=True, text=True, timeout=60)
+    again = subprocess.run(
+        [*cli, "submit-result", str(result_file), "--api", live_server, "--api-key", runner_key], capture_output=True, text=True, timeout=60
+    )
     assert again.returncode == 1 and "ALREADY_COMPLETED" in again.stderr
     doc = await db.jobs.find_one({"_id": ids.decode_as(requested["job"]["id"], "BenchmarkJob")})
     assert doc["state"] == "succeeded" and await db.runs.count_documents({"evidenceLevel": "KernelIndex Verified"}) == 1
@@ -105,10 +116,13 @@ async def test_runner_refuses_an_implementation_it_does_not_know(db, tmp_path):
     key_file = tmp_path / "runner.pem"
     key_file.write_bytes(private_pem(signer))
     document = {
-        "id": "x", "jobId": "x", "gpu": cpu,
+        "id": "x",
+        "jobId": "x",
+        "gpu": cpu,
         "definition": {"digest": manifest_digest(objects["definition"]), "name": "x"},
         "implementation": {"name": "kernelindex-051-reference", "digest": "sha256:" + "9" * 64},
-        "workload": objects["workload"].to_json(), "protocol": objects["protocol"].to_json(),
+        "workload": objects["workload"].to_json(),
+        "protocol": objects["protocol"].to_json(),
     }
     job_file = tmp_path / "job.json"
     job_file.write_text(json.dumps(document))
@@ -126,11 +140,17 @@ async def test_runner_refuses_another_revision_naming_the_commit_to_check_out(db
     pinned = json.loads((Path(__file__).resolve().parents[2] / "data" / "code-pins.json").read_text())["pins"]
     old_compile = "sha256:215a1e6e7c4212708d4ad685fa24dacd0c8eb256bcc580af325215623c145ccf"
     document = {
-        "id": "x", "jobId": "x", "gpu": cpu,
+        "id": "x",
+        "jobId": "x",
+        "gpu": cpu,
         "definition": {"digest": manifest_digest(objects["definition"]), "name": "x"},
-        "implementation": {"name": "kernelindex-051-compile", "digest": "sha256:" + "8" * 64,
-                           "code": {"digest": old_compile, "commit": pinned[old_compile]["commit"]}},
-        "workload": objects["workload"].to_json(), "protocol": objects["protocol"].to_json(),
+        "implementation": {
+            "name": "kernelindex-051-compile",
+            "digest": "sha256:" + "8" * 64,
+            "code": {"digest": old_compile, "commit": pinned[old_compile]["commit"]},
+        },
+        "workload": objects["workload"].to_json(),
+        "protocol": objects["protocol"].to_json(),
     }
     job_file = tmp_path / "job.json"
     job_file.write_text(json.dumps(document))

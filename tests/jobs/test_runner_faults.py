@@ -13,7 +13,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from registry.digest import manifest_digest
 from registry.dsse import private_pem
-from registry.manifests import make_manifest
 from resolvers import ids
 from store.keys import Scope
 from store.manifest_set import publish_set
@@ -75,7 +74,9 @@ async def test_a_gpu_job_on_a_cpu_host_is_refused_online_and_reported_offline(ap
     # job returns to the queue at once instead of waiting out its lease.
     claimed = kernelindex("jobs", "claim", "--gpu", "NVIDIA H200", "--out", str(tmp_path / "job.json"), env=env)
     assert claimed.returncode == 0, claimed.stderr
-    offline = kernelindex("runner", "--signing-key", pem, "--job", str(tmp_path / "job.json"), "--out", str(tmp_path / "result.json"), env=env, timeout=300)
+    offline = kernelindex(
+        "runner", "--signing-key", pem, "--job", str(tmp_path / "job.json"), "--out", str(tmp_path / "result.json"), env=env, timeout=300
+    )
     assert offline.returncode == 1 and "Traceback" not in offline.stderr
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["failure"]["code"] == "runtime_error"
@@ -115,7 +116,10 @@ async def test_a_long_job_keeps_its_lease_and_sigterm_requeues_it(api, db, live_
 
     proc = subprocess.Popen(
         [KERNELINDEX, "runner", "--signing-key", pem, "--once", "--lease", "3"],
-        env={**__import__("os").environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**__import__("os").environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 120
@@ -149,7 +153,9 @@ async def test_a_job_past_its_time_limit_ends_as_a_timeout(api, db, live_site, t
     job_file, result_file = str(tmp_path / "job.json"), tmp_path / "result.json"
 
     assert kernelindex("jobs", "claim", "--gpu", cpu, "--out", job_file, env=env).returncode == 0
-    ran = kernelindex("runner", "--signing-key", pem, "--job", job_file, "--out", str(result_file), "--job-timeout", "3", env=env, timeout=300)
+    ran = kernelindex(
+        "runner", "--signing-key", pem, "--job", job_file, "--out", str(result_file), "--job-timeout", "3", env=env, timeout=300
+    )
     assert ran.returncode == 1 and "Traceback" not in ran.stderr
     failure = json.loads(result_file.read_text())["failure"]
     assert failure == {"code": "timeout", "message": "the job ran longer than 3 s"}

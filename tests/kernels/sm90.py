@@ -27,8 +27,19 @@ def compile_sm90a(source: str, out_dir: Path) -> str:
     if compiler is None:
         pytest.skip("nvcc is not installed")
     obj = out_dir / (Path(source).stem + ".o")
-    cmd = [compiler, "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
-           f"-I{CSRC}", "-c", str(CSRC / source), "-o", str(obj)]
+    cmd = [
+        compiler,
+        "-std=c++17",
+        "-O3",
+        "-gencode=arch=compute_90a,code=sm_90a",
+        "-Xptxas",
+        "-v",
+        f"-I{CSRC}",
+        "-c",
+        str(CSRC / source),
+        "-o",
+        str(obj),
+    ]
     out = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
     assert obj.stat().st_size > 0

@@ -38,7 +38,12 @@ def _pins() -> dict[str, dict]:
     pins = {d: p.model_dump() for d, p in parse_pins(json.loads((DATA / "code-pins.json").read_text())).items()}
     for digest, code in _published().items():
         if digest not in pins and code.get("commit"):
-            pins[digest] = {"commit": code["commit"], "paths": code.get("paths") or [], "entryPoint": code["entryPoint"], "variant": code.get("variant") or {}}
+            pins[digest] = {
+                "commit": code["commit"],
+                "paths": code.get("paths") or [],
+                "entryPoint": code["entryPoint"],
+                "variant": code.get("variant") or {},
+            }
     return pins
 
 

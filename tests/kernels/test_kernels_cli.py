@@ -20,8 +20,7 @@ def test_cpu_bench_writes_parseable_manifests(tmp_path):
     from kernels.harness.cli import main
 
     out = tmp_path / "run"
-    rc = main(["051", "--device", "cpu", "--cases", "small", "--out", str(out),
-               "--rounds", "2", "--samples", "3", "--warmups", "1"])
+    rc = main(["051", "--device", "cpu", "--cases", "small", "--out", str(out), "--rounds", "2", "--samples", "3", "--warmups", "1"])
     assert rc == 0
     data = json.loads((out / "manifests.json").read_text())
     assert isinstance(data, list)
@@ -29,8 +28,14 @@ def test_cpu_bench_writes_parseable_manifests(tmp_path):
     by_kind: dict[str, list] = {}
     for m in manifests:
         by_kind.setdefault(m.kind, []).append(m)
-    assert set(by_kind) == {"OperationSpec", "WorkloadSuite", "BenchmarkProtocol",
-                            "ExecutionEnvironment", "ImplementationRevision", "BenchmarkRun"}
+    assert set(by_kind) == {
+        "OperationSpec",
+        "WorkloadSuite",
+        "BenchmarkProtocol",
+        "ExecutionEnvironment",
+        "ImplementationRevision",
+        "BenchmarkRun",
+    }
     (definition,) = by_kind["OperationSpec"]
     (workload,) = by_kind["WorkloadSuite"]
     (protocol,) = by_kind["BenchmarkProtocol"]
@@ -58,8 +63,13 @@ def test_cpu_bench_writes_parseable_manifests(tmp_path):
         assert len(case.samplesNs) == 3
         assert case.correctness.rounds == 2 and case.correctness.passed
         assert set(case.correctness.outputs) == {
-            "grad_hidden_states", "grad_q_weight", "grad_k_weight", "grad_v_weight",
-            "grad_q_norm_weight", "grad_k_norm_weight"}
+            "grad_hidden_states",
+            "grad_q_weight",
+            "grad_k_weight",
+            "grad_v_weight",
+            "grad_q_norm_weight",
+            "grad_k_norm_weight",
+        }
         assert case.axes["batch_size"] * case.axes["seq_len"] <= 64
     assert run.spec.aggregates["caseCount"] == len(run.spec.cases)
     assert run.spec.timing.latencyNs["median"] == run.spec.aggregates["geomeanLatencyNs"]
@@ -89,8 +99,7 @@ def test_cli_rejects_unknown_operation_and_implementation(tmp_path):
 
 
 def test_module_entry_point_help():
-    out = subprocess.run([sys.executable, "-m", "kernels.harness.cli", "--help"], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-m", "kernels.harness.cli", "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "--impl" in out.stdout
 
 
@@ -106,6 +115,5 @@ def test_importing_the_cli_and_registry_needs_no_torch():
         "[get(n).manifest(manifest_digest(d)) for n in IMPLEMENTATIONS]; "
         "assert 'torch' not in sys.modules, 'torch was imported'"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -30,4 +30,3 @@ def test_committed_h200_manifests_parse_and_link():
     assert ext.spec.status.value == "passed"
     assert ext.spec.aggregates["casesFasterThanReference"] == 16
     assert (DATA / "chart.png").stat().st_size > 0
-

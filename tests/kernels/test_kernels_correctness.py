@@ -14,8 +14,7 @@ OP = get_operation("051")
 
 
 def _round(call=None, call_out=None, seed=7):
-    return run_round(op=OP, call=call, call_out=call_out, batch=2, seq=3, seed=seed, round_index=0,
-                     device="cpu", tol=Tolerance())
+    return run_round(op=OP, call=call, call_out=call_out, batch=2, seq=3, seed=seed, round_index=0, device="cpu", tol=Tolerance())
 
 
 def test_reference_passes():
@@ -111,8 +110,7 @@ def test_fresh_inputs_every_round():
         seen.append(inputs["grad_query"].float().sum().item())
         return reference(**inputs)
 
-    check = check_case(op=OP, call=spy, call_out=None, batch=1, seq=2, case_index=0, rounds=3,
-                       base_seed=0, device="cpu", tol=Tolerance())
+    check = check_case(op=OP, call=spy, call_out=None, batch=1, seq=2, case_index=0, rounds=3, base_seed=0, device="cpu", tol=Tolerance())
     assert check.passed and len(check.rounds) == 3
     assert len(set(seen)) == 3
     assert len({r.seed for r in check.rounds}) == 3
@@ -125,24 +123,30 @@ def test_different_rounding_of_g_passes_but_a_dropped_term_fails():
 
     def g_fp32(**inp):
         b, s, _ = inp["hidden_states"].shape
-        g, gqw, gkw = _g_matrix(inp["grad_query"], inp["grad_key"], inp["grad_value"],
-                                inp["q_norm_weight"], inp["k_norm_weight"], inp["q_rstd"],
-                                inp["k_rstd"], inp["q_normed"], inp["k_normed"])
+        g, gqw, gkw = _g_matrix(
+            inp["grad_query"],
+            inp["grad_key"],
+            inp["grad_value"],
+            inp["q_norm_weight"],
+            inp["k_norm_weight"],
+            inp["q_rstd"],
+            inp["k_rstd"],
+            inp["q_normed"],
+            inp["k_normed"],
+        )
         g = g.float() * (1 + 2e-3 * torch.randn(g.shape, generator=torch.Generator().manual_seed(1)))
         x = inp["hidden_states"].reshape(b * s, -1).float()
         w = torch.cat([inp["q_weight"], inp["k_weight"], inp["v_weight"]]).float()
         dw = (g.t() @ x).to(torch.bfloat16)
         return ((g @ w).reshape(b, s, -1).to(torch.bfloat16), dw[:1024], dw[1024:1280], dw[1280:], gqw, gkw)
 
-    r = run_round(op=OP, call=g_fp32, call_out=None, batch=4, seq=64, seed=3, round_index=0,
-                  device="cpu", tol=Tolerance())
+    r = run_round(op=OP, call=g_fp32, call_out=None, batch=4, seq=64, seed=3, round_index=0, device="cpu", tol=Tolerance())
     assert r.passed, r.failure
 
     def no_key(**inp):
         return reference(**dict(inp, grad_key=torch.zeros_like(inp["grad_key"])))
 
-    r = run_round(op=OP, call=no_key, call_out=None, batch=4, seq=64, seed=3, round_index=0,
-                  device="cpu", tol=Tolerance())
+    r = run_round(op=OP, call=no_key, call_out=None, batch=4, seq=64, seed=3, round_index=0, device="cpu", tol=Tolerance())
     assert not r.passed and "grad_hidden_states" in r.failure
 
     def one_token_lost(**inp):
@@ -154,6 +158,5 @@ def test_different_rounding_of_g_passes_but_a_dropped_term_fails():
         gk[0, :, 5] = 0
         return reference(**dict(inp, grad_query=gq, grad_key=gk, grad_value=gv))
 
-    r = run_round(op=OP, call=one_token_lost, call_out=None, batch=4, seq=64, seed=3, round_index=0,
-                  device="cpu", tol=Tolerance())
+    r = run_round(op=OP, call=one_token_lost, call_out=None, batch=4, seq=64, seed=3, round_index=0, device="cpu", tol=Tolerance())
     assert not r.passed

@@ -87,17 +87,20 @@ def test_checks_accept_valid_inputs():
     assert check_inputs(fake_inputs(1, 1)) == (1, 1)
 
 
-@pytest.mark.parametrize("override,match", [
-    ({"grad_key": FakeTensor((2, 2, 3, 256), "bfloat16")}, r"grad_key: expected shape \[2, 1, 3, 256\]"),
-    ({"q_rstd": FakeTensor((2, 4, 3, 1), "bfloat16")}, "q_rstd: expected dtype float32"),
-    ({"q_weight": FakeTensor((1024, 640), "float16")}, "q_weight: expected dtype bfloat16"),
-    ({"k_normed": FakeTensor((2, 1, 3, 256), "bfloat16", device="cpu")}, "k_normed: expected a cuda tensor"),
-    ({"grad_query": FakeTensor((2, 4, 3, 256), "bfloat16", contiguous=False)}, "grad_query: must be contiguous"),
-    ({"hidden_states": FakeTensor((2, 3, 641), "bfloat16")}, "hidden_states: expected shape"),
-    ({"hidden_states": FakeTensor((0, 3, 640), "bfloat16")}, "hidden_states: batch and sequence must be >= 1"),
-    ({"extra": FakeTensor((1,), "bfloat16")}, "extra: not an input"),
-    ({"v_weight": "not a tensor"}, "v_weight: not a tensor"),
-])
+@pytest.mark.parametrize(
+    "override,match",
+    [
+        ({"grad_key": FakeTensor((2, 2, 3, 256), "bfloat16")}, r"grad_key: expected shape \[2, 1, 3, 256\]"),
+        ({"q_rstd": FakeTensor((2, 4, 3, 1), "bfloat16")}, "q_rstd: expected dtype float32"),
+        ({"q_weight": FakeTensor((1024, 640), "float16")}, "q_weight: expected dtype bfloat16"),
+        ({"k_normed": FakeTensor((2, 1, 3, 256), "bfloat16", device="cpu")}, "k_normed: expected a cuda tensor"),
+        ({"grad_query": FakeTensor((2, 4, 3, 256), "bfloat16", contiguous=False)}, "grad_query: must be contiguous"),
+        ({"hidden_states": FakeTensor((2, 3, 641), "bfloat16")}, "hidden_states: expected shape"),
+        ({"hidden_states": FakeTensor((0, 3, 640), "bfloat16")}, "hidden_states: batch and sequence must be >= 1"),
+        ({"extra": FakeTensor((1,), "bfloat16")}, "extra: not an input"),
+        ({"v_weight": "not a tensor"}, "v_weight: not a tensor"),
+    ],
+)
 def test_checks_name_the_tensor(override, match):
     with pytest.raises(ValueError, match=match):
         check_inputs(fake_inputs(**override))

@@ -85,7 +85,7 @@ def test_schedules_and_chunks():
     assert ext_portable.parse_mode("serial", 8192) == ("serial", 1, ext_portable.AUTO_CONFIG)
     assert ext_portable.parse_mode("chunk4-c2", 8192) == ("chunk", 4, 2)
     assert ext_portable.parse_mode("auto", 131)[0] in ("serial", "split", "chunk")
-    for bad in ("chunk0", "split-c3", "fast", "split-"):
+    for bad in ("chunk0", "split-c3", "fast", "split-", "dbg-norm"):  # debug modes: lab/ only
         with pytest.raises(ValueError, match="mode: expected auto"):
             ext_portable.parse_mode(bad, 10)
     for tokens in (1, 63, 131, 997, 8192, 8656):

@@ -21,9 +21,9 @@ def consistent_case(batch: int, seq: int, seed: int):
         return (torch.randn(*shape, generator=g) * scale).to(torch.bfloat16).double()
 
     x = bf(batch, seq, HIDDEN).requires_grad_()
-    wq = bf(4 * HEAD_DIM, HIDDEN, scale=HIDDEN ** -0.5).requires_grad_()
-    wk = bf(HEAD_DIM, HIDDEN, scale=HIDDEN ** -0.5).requires_grad_()
-    wv = bf(HEAD_DIM, HIDDEN, scale=HIDDEN ** -0.5).requires_grad_()
+    wq = bf(4 * HEAD_DIM, HIDDEN, scale=HIDDEN**-0.5).requires_grad_()
+    wk = bf(HEAD_DIM, HIDDEN, scale=HIDDEN**-0.5).requires_grad_()
+    wv = bf(HEAD_DIM, HIDDEN, scale=HIDDEN**-0.5).requires_grad_()
     nq = bf(HEAD_DIM, scale=0.5).requires_grad_()
     nk = bf(HEAD_DIM, scale=0.5).requires_grad_()
 
@@ -65,8 +65,7 @@ def consistent_case(batch: int, seq: int, seed: int):
     return inputs, expected
 
 
-NAMES = ["grad_hidden_states", "grad_q_weight", "grad_k_weight", "grad_v_weight",
-         "grad_q_norm_weight", "grad_k_norm_weight"]
+NAMES = ["grad_hidden_states", "grad_q_weight", "grad_k_weight", "grad_v_weight", "grad_q_norm_weight", "grad_k_norm_weight"]
 
 
 def assert_close(name, out, ref):

@@ -15,7 +15,7 @@ import pytest
 from kernels.ops.qkv_qknorm_backward import ext_streamnorm
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("registry/", "store/", "loaders/", "resolvers/", "gateway/", "kernels/")
+PACKAGES = ("registry/", "store/", "loaders/", "resolvers/", "server/", "web/", "gateway/", "cli/", "client/", "kernels/")
 NOT_SHIPPED = (".json.gz", ".log", ".txt", ".dsse.json", ".md", ".png", ".sh")
 
 pytestmark = pytest.mark.slow
@@ -24,12 +24,27 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def wheel_names(tmp_path_factory) -> list[str]:
     tree = tmp_path_factory.mktemp("tree") / "kernelindex"
-    ignore = shutil.ignore_patterns(".git", ".venv", "node_modules", "build", "*.egg-info", "__pycache__",
-                                    ".kernelindex", ".hypothesis", ".pytest_cache", "data", "tests")
+    ignore = shutil.ignore_patterns(
+        ".git",
+        ".venv",
+        "node_modules",
+        "build",
+        "*.egg-info",
+        "__pycache__",
+        ".kernelindex",
+        ".hypothesis",
+        ".pytest_cache",
+        "data",
+        "tests",
+    )
     shutil.copytree(ROOT, tree, ignore=ignore)
     out = tmp_path_factory.mktemp("wheel")
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(tree), "--no-deps", "--no-build-isolation",
-                            "-q", "-w", str(out)], capture_output=True, text=True, timeout=300)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(tree), "--no-deps", "--no-build-isolation", "-q", "-w", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = out.glob("kernelindex-*.whl")
     with zipfile.ZipFile(wheel) as zf:

@@ -119,7 +119,9 @@ def rows_body(rows: list[dict[str, Any]], offset: int, length: int) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-def write_snapshot(root: Path, configs: dict[str, list[dict[str, Any]]], meta: dict[str, Any] | None = None, length: int = PAGE_LENGTH) -> Path:
+def write_snapshot(
+    root: Path, configs: dict[str, list[dict[str, Any]]], meta: dict[str, Any] | None = None, length: int = PAGE_LENGTH
+) -> Path:
     """The snapshot layout of loaders/gpumode/README.md: splits.json, {config}/offset-{n}.json."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "splits.json").write_bytes(splits_body(list(configs)))
@@ -162,15 +164,26 @@ def bundle_dataset() -> dict[str, list[dict[str, Any]]]:
     for user in range(1, 11):
         factor = {2: 1.050, 3: 1.051}.get(user, 1.0 + user * 0.08)
         std = 0.05 if user in (2, 3) else 0.01
-        rows.append(per_shape_row(100 + user, 9399, user, means=[round(m * factor, 3) for m in base], rel_std=std,
-                                  time=f"2026-05-{user:02d}T12:00:00.000"))
+        rows.append(
+            per_shape_row(
+                100 + user, 9399, user, means=[round(m * factor, 3) for m in base], rel_std=std, time=f"2026-05-{user:02d}T12:00:00.000"
+            )
+        )
     rows.append(per_shape_row(120, 9399, 1, means=[round(m * 0.95, 3) for m in base], time="2026-05-20T09:15:00.000"))
     rows.append(per_shape_row(121, 9399, 11, means=base, passed=False))
     rows.append(per_shape_row(122, 9399, 12, means=base, run_mode="benchmark"))
     moe_specs = ("e: 256; t: 512; d: 7168; seed: 91", "e: 256; t: 2048; d: 7168; seed: 92")
     for user in range(1, 6):
-        rows.append(per_shape_row(200 + user, 9430, user, means=[300_000.0 * (1 + user / 10), 900_000.0 * (1 + user / 10)],
-                                  specs=moe_specs, time=f"2026-06-{user:02d}T08:00:00.000"))
+        rows.append(
+            per_shape_row(
+                200 + user,
+                9430,
+                user,
+                means=[300_000.0 * (1 + user / 10), 900_000.0 * (1 + user / 10)],
+                specs=moe_specs,
+                time=f"2026-06-{user:02d}T08:00:00.000",
+            )
+        )
     flat = [flat_row(300 + user, "synthetic-nvfp4-gemv", user, score=round(2.2e-5 * (1 + user / 20), 9)) for user in range(1, 7)]
     flat.append(flat_row(307, "synthetic-nvfp4-gemv", 7, score=None, status="failed"))
     return {"leaderboards": boards, PER_SHAPE_CONFIG: rows, FLAT_CONFIG: flat}

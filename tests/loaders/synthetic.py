@@ -168,7 +168,15 @@ def leaderboard_kernel(kernel_id: int = 901, first_id: int = 500_000) -> list[di
         n += 1
     for _ in range(2):
         records.append(
-            submission(kernel_id, first_id + n, sol_score=None, latency_ms=None, status="FAILED", is_correct=None, finished_at="2026-08-01T12:00:01")
+            submission(
+                kernel_id,
+                first_id + n,
+                sol_score=None,
+                latency_ms=None,
+                status="FAILED",
+                is_correct=None,
+                finished_at="2026-08-01T12:00:01",
+            )
         )
         n += 1
     records.append(submission(kernel_id, first_id + n, sol_score=0.97, latency_ms=0.03, status="ERROR", is_correct=None))

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from gateway.embedded import free_port
 from loaders.gpumode.cli import import_command, run_import
 from loaders.gpumode.fetch import HttpSource, SourceUnreachable
+from store.embedded import free_port
 from tests.command import kernelindex
 from tests.loaders import gpumode_synthetic as synthetic
 from tests.loaders.datasets_server import DatasetsServer
@@ -48,7 +48,9 @@ def dataset() -> dict[str, list[dict]]:
     del drifted["run_result"]["benchmark.3.mean"]
     rows.append(drifted)
     # Another board, and a board the leaderboards config does not list (it is stale).
-    rows.append(synthetic.per_shape_row(8, MOE, 1, means=[300_000.0, 600_000.0], specs=("e: 8; t: 512; seed: 0", "e: 8; t: 2048; seed: -2")))
+    rows.append(
+        synthetic.per_shape_row(8, MOE, 1, means=[300_000.0, 600_000.0], specs=("e: 8; t: 512; seed: 0", "e: 8; t: 2048; seed: -2"))
+    )
     rows.append(synthetic.per_shape_row(9, 9999, 1, means=scaled(1.0)))
     flat = [
         synthetic.flat_row(20, "synthetic-nvfp4-gemv", 1, score=2.5e-5),

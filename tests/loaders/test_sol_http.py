@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from gateway.embedded import free_port
 from loaders.sol_execbench.cli import import_command, run_import
 from loaders.sol_execbench.fetch import HttpSource, SourceUnreachable
+from store.embedded import free_port
 from tests.loaders import synthetic
 from tests.loaders.http_server import SnapshotServer
 

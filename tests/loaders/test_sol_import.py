@@ -28,8 +28,17 @@ class WriteCounter(monitoring.CommandListener):
     """Every command that could change the database, as sent on the wire."""
 
     WRITES = {
-        "insert", "update", "delete", "findAndModify", "bulkWrite", "create", "createIndexes",
-        "collMod", "drop", "dropIndexes", "commitTransaction",
+        "insert",
+        "update",
+        "delete",
+        "findAndModify",
+        "bulkWrite",
+        "create",
+        "createIndexes",
+        "collMod",
+        "drop",
+        "dropIndexes",
+        "commitTransaction",
     }
 
     def __init__(self):
@@ -76,8 +85,14 @@ async def test_first_import(db, snapshot):
     report = await run_import(db, snapshot_dir=snapshot, base_url=None, kernels=None, limit=None, dry_run=False, console=quiet())
     # 64 + 5 + 3 records; 3 of kernel 901 have no latency (2 FAILED, 1 pending): skipped.
     assert report.counts() == {
-        "kernels": 3, "discovered": 72, "parsed": 69, "new": 69, "unchanged": 0,
-        "superseded": 0, "rejected": 0, "skipped": 3,
+        "kernels": 3,
+        "discovered": 72,
+        "parsed": 69,
+        "new": 69,
+        "unchanged": 0,
+        "superseded": 0,
+        "rejected": 0,
+        "skipped": 3,
     }
     assert sorted(p.subject for p in report.skipped) == [f"submission {FIRST + n}" for n in (60, 61, 63)]
     assert await db.runs.count_documents({}) == 69
@@ -135,7 +150,8 @@ async def test_ranks_per_comparison_group(db, snapshot):
     h100 = [runs[str(700_000 + n)] for n in range(3)]
     assert [d["rank"] for d in h100] == [3, 2, 1]
     assert (await db.comparison_groups.find_one({"_id": h100[0]["groupKey"]}))["gpu"] == {
-        "product": "NVIDIA H100", "architecture": "sm_90",
+        "product": "NVIDIA H100",
+        "architecture": "sm_90",
     }
 
 
@@ -266,8 +282,14 @@ async def test_bad_records_pages_and_kernels_are_rejected_the_rest_imported(db, 
 async def test_bundled_snapshot_imports_as_the_seed_run(db):
     report = await run_import(db, snapshot_dir=BUNDLED, console=quiet())
     assert report.counts() == {
-        "kernels": 1, "discovered": 1, "parsed": 1, "new": 1, "unchanged": 0,
-        "superseded": 0, "rejected": 0, "skipped": 0,
+        "kernels": 1,
+        "discovered": 1,
+        "parsed": 1,
+        "new": 1,
+        "unchanged": 0,
+        "superseded": 0,
+        "rejected": 0,
+        "skipped": 0,
     }
     run = await db.runs.find_one({"externalId": "37369"})
     assert run["metadata"]["name"] == "sol-submission-37369"

@@ -85,8 +85,12 @@ def test_bundled_kernel_51_keeps_only_the_baseline_digest():
     assert spec["inputs"]["grad_query"]["shape"] == ["batch_size", "num_attention_heads", "seq_len", "head_dim"]
     assert spec["inputs"]["rms_norm_eps"]["shape"] is None
     assert set(spec["outputs"]) == {
-        "grad_hidden_states", "grad_q_weight", "grad_k_weight", "grad_v_weight",
-        "grad_q_norm_weight", "grad_k_norm_weight",
+        "grad_hidden_states",
+        "grad_q_weight",
+        "grad_k_weight",
+        "grad_v_weight",
+        "grad_q_norm_weight",
+        "grad_k_norm_weight",
     }
     suite = kernel.workload.to_json()["spec"]
     facts = sol_051_facts()

@@ -20,7 +20,14 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 
 def load(stack: Stack, bundle, tmp_path) -> float:
     path = tmp_path / f"{bundle.run.metadata.name}.json"
-    path.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+    path.write_text(
+        json.dumps(
+            [
+                m.to_json()
+                for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
+            ]
+        )
+    )
     loaded = stack.cli("load", str(path))
     assert loaded.returncode == 0, loaded.stderr
     return time.monotonic()
@@ -44,7 +51,10 @@ async def test_pages_and_live_updates_through_the_gateway(stack, browser, tmp_pa
     assert await page.inner_text("#operations h3") == "Synthetic synthetic-op"
     await page.click("#operations a[href^='/groups/']")
     await page.wait_for_url(f"{site}/groups/**")
-    assert await page.locator("#leaderboard tbody td:nth-child(2)").all_inner_texts() == ["alice · synthetic-op · B200", "bob · synthetic-op · B200"]
+    assert await page.locator("#leaderboard tbody td:nth-child(2)").all_inner_texts() == [
+        "alice · synthetic-op · B200",
+        "bob · synthetic-op · B200",
+    ]
     await page.wait_for_function("document.getElementById('live-status').textContent.startsWith('Live')", timeout=15_000)
 
     finished = await asyncio.to_thread(load, stack, factories.run_bundle("c", score=0.95, user="carol"), tmp_path)
@@ -58,11 +68,16 @@ async def test_pages_and_live_updates_through_the_gateway(stack, browser, tmp_pa
     assert await page.inner_text("#title") == "bob · synthetic-op · B200"
     await page.click("#compare")
     await page.wait_for_url(f"{site}/compare?**")
-    assert await page.locator("#runs tbody td:first-child a").all_inner_texts() == ["bob · synthetic-op · B200", "carol · synthetic-op · B200"]
+    assert await page.locator("#runs tbody td:first-child a").all_inner_texts() == [
+        "bob · synthetic-op · B200",
+        "carol · synthetic-op · B200",
+    ]
 
     await page.goto(f"{site}/graphiql")
     await page.wait_for_selector(".graphiql-container", timeout=20_000)
     await page.click(".graphiql-execute-button")
-    await page.wait_for_function("document.querySelector('.result-window') && document.querySelector('.result-window').textContent.includes('carol')", timeout=20_000)
+    await page.wait_for_function(
+        "document.querySelector('.result-window') && document.querySelector('.result-window').textContent.includes('carol')", timeout=20_000
+    )
     assert visits.foreign(site) == []
     await page.close()

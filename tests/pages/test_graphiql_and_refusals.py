@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from gateway.bootstrap import bootstrap
-from gateway.settings import Settings
+from server.bootstrap import bootstrap
+from server.settings import Settings
 from store.publish import publish_many
 from tests import factories
 
@@ -18,14 +18,21 @@ async def test_graphiql_loads_locally_and_runs_a_query(db, site, page):
     await page.goto(f"{site}/graphiql")
     await page.wait_for_selector(".graphiql-container", timeout=20_000)
     await page.click(".graphiql-execute-button")
-    await page.wait_for_function("document.querySelector('.result-window') && document.querySelector('.result-window').textContent.includes('synthetic-op')", timeout=20_000)
+    await page.wait_for_function(
+        "document.querySelector('.result-window') && document.querySelector('.result-window').textContent.includes('synthetic-op')",
+        timeout=20_000,
+    )
     assert posts and set(posts) == {200}
     # The page fixture checks that no request left the server under test (no CDN).
 
 
 async def test_compare_refuses_runs_of_different_workloads(db, mongo_uri, site, page, graphql):
     await bootstrap(mongo_uri, Settings(database=db.name), DATA)
-    groups = [g for d in (await graphql("{ definitions { comparisonGroups { leader { digest title } workload { name } } } }"))["definitions"] for g in d["comparisonGroups"]]
+    groups = [
+        g
+        for d in (await graphql("{ definitions { comparisonGroups { leader { digest title } workload { name } } } }"))["definitions"]
+        for g in d["comparisonGroups"]
+    ]
     a, b = groups[0]["leader"], groups[1]["leader"]
     response = await page.goto(f"{site}/compare?runs={a['digest']},{b['digest']}")
     assert response.status == 422

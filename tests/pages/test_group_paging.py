@@ -8,7 +8,9 @@ from tests import factories
 
 async def test_pages_follow_the_api_cursor_and_sorting_stays_within_the_page(db, site, page, graphql):
     # 60 runs, best first (score falls with i): ranks 1..60.
-    await publish_many(db, [factories.run_bundle(f"r{i}", score=1 - i / 100, latency_ns=100_000 + (i * 7919) % 5000, user=f"u{i:02d}") for i in range(60)])
+    await publish_many(
+        db, [factories.run_bundle(f"r{i}", score=1 - i / 100, latency_ns=100_000 + (i * 7919) % 5000, user=f"u{i:02d}") for i in range(60)]
+    )
     group = (await graphql("{ definitions { comparisonGroups { id } } }"))["definitions"][0]["comparisonGroups"][0]["id"]
     await page.goto(f"{site}/groups/{group}")
     assert await page.locator("td.rank").all_inner_texts() == [str(r) for r in range(1, 51)]
@@ -16,7 +18,9 @@ async def test_pages_follow_the_api_cursor_and_sorting_stays_within_the_page(db,
     await page.wait_for_selector("#leaderboard tbody tr >> nth=0")
     assert await page.locator("td.rank").all_inner_texts() == [str(r) for r in range(51, 61)]
     assert not await page.locator("#next").count()
-    after = (await graphql("query($id: ID!) { comparisonGroup(id: $id) { runs(first: 50) { pageInfo { endCursor } } } }", {"id": group}))["comparisonGroup"]["runs"]["pageInfo"]["endCursor"]
+    after = (await graphql("query($id: ID!) { comparisonGroup(id: $id) { runs(first: 50) { pageInfo { endCursor } } } }", {"id": group}))[
+        "comparisonGroup"
+    ]["runs"]["pageInfo"]["endCursor"]
     assert parse_qs(urlsplit(page.url).query)["after"] == [after]
 
     await page.goto(f"{site}/groups/{group}")

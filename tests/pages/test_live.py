@@ -17,9 +17,18 @@ KERNELINDEX = str(Path(sys.executable).parent / "kernelindex")  # the installed 
 async def load_from_another_process(bundle, tmp_path: Path, mongo_uri: str, database: str) -> float:
     """`kernelindex load` of the bundle's manifests; returns the time the command finished."""
     path = tmp_path / "run.json"
-    path.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+    path.write_text(
+        json.dumps(
+            [
+                m.to_json()
+                for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
+            ]
+        )
+    )
     env = {**os.environ, "MONGODB_URI": mongo_uri, "KERNELINDEX_DATABASE": database}
-    process = await asyncio.create_subprocess_exec(KERNELINDEX, "load", str(path), env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    process = await asyncio.create_subprocess_exec(
+        KERNELINDEX, "load", str(path), env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
     out, err = await process.communicate()
     assert process.returncode == 0, err.decode()
     return time.monotonic()
@@ -29,7 +38,10 @@ async def test_a_better_run_appears_at_number_one_on_the_open_group_page(db, mon
     await publish_many(db, [factories.run_bundle("a", score=0.5, user="alice"), factories.run_bundle("b", score=0.3, user="bob")])
     group = (await graphql("{ definitions { comparisonGroups { id } } }"))["definitions"][0]["comparisonGroups"][0]
     await page.goto(f"{site}/groups/{group['id']}")
-    assert await page.locator("#leaderboard tbody tr td:nth-child(2)").all_inner_texts() == ["alice · synthetic-op · B200", "bob · synthetic-op · B200"]
+    assert await page.locator("#leaderboard tbody tr td:nth-child(2)").all_inner_texts() == [
+        "alice · synthetic-op · B200",
+        "bob · synthetic-op · B200",
+    ]
     await page.wait_for_function("document.getElementById('live-status').textContent.startsWith('Live')", timeout=10_000)
     await page.evaluate("window.notReloaded = true")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from gateway.bootstrap import bootstrap
-from gateway.settings import Settings
+from server.bootstrap import bootstrap
+from server.settings import Settings
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -65,7 +65,9 @@ async def test_home_group_run_compare_and_back(bundled, site, page, graphql):
     assert await page.inner_text("#title") == last["title"]
     assert f"Rank {detail['rank']} of {detail['group']['rankedSize']}" in await page.inner_text("#rank")
     assert await page.locator("#chart svg rect").count() >= len(detail["cases"])
-    assert detail["implementation"]["architectures"] and await page.inner_text("#architectures") == ", ".join(detail["implementation"]["architectures"])
+    assert detail["implementation"]["architectures"] and await page.inner_text("#architectures") == ", ".join(
+        detail["implementation"]["architectures"]
+    )
 
     await page.click("#compare")
     await page.wait_for_url(f"{site}/compare?runs={last['digest']},{group['leader']['digest']}")
@@ -81,4 +83,3 @@ async def test_home_group_run_compare_and_back(bundled, site, page, graphql):
     await page.go_back()
     await page.wait_for_url(f"{site}/runs/{last['digest']}")
     assert await page.inner_text("#title") == last["title"]
-

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest_asyncio
 
-from gateway.bootstrap import bootstrap
-from gateway.settings import Settings
+from server.bootstrap import bootstrap
+from server.settings import Settings
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 JSON = {"accept": "application/json"}
@@ -20,7 +20,9 @@ LINKS = "[...document.querySelectorAll('a[href]')].filter(a => a.offsetParent !=
 async def pages(db, mongo_uri, graphql):
     """The URL of each kind of page, on the bundled data."""
     await bootstrap(mongo_uri, Settings(database=db.name), DATA)
-    definitions = (await graphql("{ definitions { name comparisonGroups { id size leader { digest } runs(first: 2) { nodes { digest } } } } }"))["definitions"]
+    definitions = (
+        await graphql("{ definitions { name comparisonGroups { id size leader { digest } runs(first: 2) { nodes { digest } } } } }")
+    )["definitions"]
     group = max((g for d in definitions for g in d["comparisonGroups"]), key=lambda g: g["size"])
     # a run other than the leader (two runs may tie for #1: the leader need not be listed first)
     second = next(n["digest"] for n in group["runs"]["nodes"] if n["digest"] != group["leader"]["digest"])
@@ -66,7 +68,9 @@ async def test_json_twins_carry_what_the_pages_show(pages, site, page, graphql):
 
     board = (await http.get(pages["group"], headers=JSON)).json()
     await page.goto(f"{site}{pages['group']}")
-    assert await page.eval_on_selector_all("#leaderboard tbody tr", "els => els.map(e => e.dataset.digest)") == [r["digest"] for r in board["runs"]]
+    assert await page.eval_on_selector_all("#leaderboard tbody tr", "els => els.map(e => e.dataset.digest)") == [
+        r["digest"] for r in board["runs"]
+    ]
     assert await page.locator("td.rank").all_inner_texts() == [f"{'=' if r['tie'] else ''}{r['rank']}" for r in board["runs"]]
     assert await page.inner_text("#size") == str(board["group"]["size"])
 

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from gateway.bootstrap import bootstrap
-from gateway.settings import Settings
+from server.bootstrap import bootstrap
+from server.settings import Settings
 from store.publish import publish_many
 from tests import factories
 
@@ -34,7 +34,9 @@ async def test_seed_run_page_shows_the_record(db, mongo_uri, site, page, tmp_pat
 
 
 async def test_number_one_link_navigates_to_the_leader(db, mongo_uri, site, page):
-    outcomes = await publish_many(db, [factories.run_bundle("a", score=0.9, user="leader"), factories.run_bundle("b", score=0.2, user="second")])
+    outcomes = await publish_many(
+        db, [factories.run_bundle("a", score=0.9, user="leader"), factories.run_bundle("b", score=0.2, user="second")]
+    )
     await page.goto(f"{site}/runs/{outcomes[1].run_digest}")
     assert "Rank 2 of 2" in await page.inner_text("#rank")
     assert await page.get_attribute("#compare", "href") == f"/compare?runs={outcomes[1].run_digest},{outcomes[0].run_digest}"

@@ -7,11 +7,11 @@ import time
 import httpx
 import pytest
 
-from gateway.embedded import free_port
-from gateway.web import create_web_app
+from store.embedded import free_port
 from store.publish import publish_many
 from tests import factories
 from tests.command import KERNELINDEX, kernelindex
+from web import create_web_app
 
 JSON = {"accept": "application/json"}
 
@@ -43,7 +43,9 @@ def test_web_refuses_a_bad_endpoint_or_a_taken_port(site):
 
 
 async def test_a_separate_web_process_serves_the_same_pages(db, site, web_process):
-    outcomes = await publish_many(db, [factories.run_bundle("a", score=0.9, user="alice"), factories.run_bundle("b", score=0.2, user="bob")])
+    outcomes = await publish_many(
+        db, [factories.run_bundle("a", score=0.9, user="alice"), factories.run_bundle("b", score=0.2, user="bob")]
+    )
     async with httpx.AsyncClient(timeout=30) as http:
         home = (await http.get(f"{web_process}/", headers=JSON)).json()
         assert home == (await http.get(f"{site}/", headers=JSON)).json()

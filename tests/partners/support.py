@@ -35,7 +35,14 @@ def predicate(**overrides) -> dict[str, Any]:
     return value
 
 
-def envelope(signer: Ed25519PrivateKey, subject_digest: str, pred: dict | None = None, *, predicate_type: str = REPRODUCTION_PREDICATE, payload_type: str | None = None) -> str:
+def envelope(
+    signer: Ed25519PrivateKey,
+    subject_digest: str,
+    pred: dict | None = None,
+    *,
+    predicate_type: str = REPRODUCTION_PREDICATE,
+    payload_type: str | None = None,
+) -> str:
     payload = statement_bytes("synthetic-run", subject_digest, predicate_type, pred if pred is not None else predicate())
     signed = sign_envelope(payload, signer) if payload_type is None else sign_envelope(payload, signer, payload_type)
     return json.dumps(signed)

@@ -28,13 +28,25 @@ async def test_a_partner_registers_a_key_and_attests_a_run(db, mongo_uri, tmp_pa
     (tmp_path / "key.pub.pem").write_text(public_pem(signing.public_key()))
     (tmp_path / "result.json").write_text(json.dumps(support.predicate()))
 
-    created = kernelindex("keys", "create", "--name", "partner-lab", "--scope", "partner", "--public-key", str(tmp_path / "key.pub.pem"), env=env)
+    created = kernelindex(
+        "keys", "create", "--name", "partner-lab", "--scope", "partner", "--public-key", str(tmp_path / "key.pub.pem"), env=env
+    )
     assert created.returncode == 0, created.stderr
     secret = created.stdout.strip()
     assert secret.startswith("kix_") and "created partner key" in created.stderr
 
     with servers(mongo_uri, db.name) as (server,):
-        args = ["attest", "--run", run["id"], "--result", str(tmp_path / "result.json"), "--signing-key", str(tmp_path / "key.pem"), "--api", f"http://127.0.0.1:{server.port}"]
+        args = [
+            "attest",
+            "--run",
+            run["id"],
+            "--result",
+            str(tmp_path / "result.json"),
+            "--signing-key",
+            str(tmp_path / "key.pem"),
+            "--api",
+            f"http://127.0.0.1:{server.port}",
+        ]
         done = kernelindex(*args, "--api-key", secret, env=env)
         assert done.returncode == 0, done.stderr
         assert "recorded as attestation sha256:" in done.stderr

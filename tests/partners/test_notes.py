@@ -18,13 +18,19 @@ async def test_partners_and_maintainers_add_notes_listed_in_order(api, db):
     assert second["userErrors"] == [] and second["note"]["authorScope"] == "maintainer"
 
     data = (await api.data(support.RUN_EVIDENCE, {"id": run["id"]}))["run"]
-    assert [(e["node"]["author"], len(e["node"]["text"])) for e in data["notes"]["edges"]] == [("partner-lab", 34), ("kix-maintainers", MAX_NOTE_CHARS)]
+    assert [(e["node"]["author"], len(e["node"]["text"])) for e in data["notes"]["edges"]] == [
+        ("partner-lab", 34),
+        ("kix-maintainers", MAX_NOTE_CHARS),
+    ]
     assert data["attestations"]["edges"] == []  # notes are not reproductions
     assert data["evidenceLevel"] == "REPORTED"
     assert await db.events.count_documents({"type": "run.noted"}) == 2
 
     # Keyset pagination: one at a time.
-    page = await api.data("query($id: ID!) { run(id: $id) { notes(first: 1) { edges { cursor node { author } } pageInfo { hasNextPage endCursor } } } }", {"id": run["id"]})
+    page = await api.data(
+        "query($id: ID!) { run(id: $id) { notes(first: 1) { edges { cursor node { author } } pageInfo { hasNextPage endCursor } } } }",
+        {"id": run["id"]},
+    )
     notes = page["run"]["notes"]
     assert notes["pageInfo"]["hasNextPage"] is True
     rest = await api.data(

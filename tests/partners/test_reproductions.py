@@ -88,15 +88,27 @@ def _missing(field):
 
 BAD_ENVELOPES = {
     "malformed envelope (not JSON)": (lambda s, d: '{"payloadType": ', "MALFORMED_ENVELOPE", None),
-    "envelope without signatures": (lambda s, d: json.dumps({"payloadType": "application/vnd.in-toto+json", "payload": ""}), "MALFORMED_ENVELOPE", "signatures"),
+    "envelope without signatures": (
+        lambda s, d: json.dumps({"payloadType": "application/vnd.in-toto+json", "payload": ""}),
+        "MALFORMED_ENVELOPE",
+        "signatures",
+    ),
     "bad base64": (_bad_base64, "BAD_BASE64", "base64"),
     "wrong payloadType": (lambda s, d: support.envelope(s, d, payload_type="application/json"), "WRONG_PAYLOAD_TYPE", "payloadType"),
     "unknown signer": (lambda s, d: support.envelope(Ed25519PrivateKey.generate(), d), "UNKNOWN_SIGNER", "not the key registered"),
     "signature that does not verify": (_tampered_signature, "SIGNATURE_INVALID", None),
     "subject that is not the run": (lambda s, d: support.envelope(s, "sha256:" + "ab" * 32), "SUBJECT_MISMATCH", "not this run's digest"),
-    "wrong predicate type": (lambda s, d: support.envelope(s, d, predicate_type="https://example.com/other/v1"), "WRONG_PREDICATE_TYPE", None),
+    "wrong predicate type": (
+        lambda s, d: support.envelope(s, d, predicate_type="https://example.com/other/v1"),
+        "WRONG_PREDICATE_TYPE",
+        None,
+    ),
     "predicate missing a field": (_missing("aggregate"), "INVALID_PREDICATE", "predicate.aggregate: Field required"),
-    "predicate with an unknown field": (lambda s, d: support.envelope(s, d, support.predicate(extra=1)), "INVALID_PREDICATE", "predicate.extra: unknown field"),
+    "predicate with an unknown field": (
+        lambda s, d: support.envelope(s, d, support.predicate(extra=1)),
+        "INVALID_PREDICATE",
+        "predicate.extra: unknown field",
+    ),
     "case not in the workload": (
         lambda s, d: support.envelope(s, d, support.predicate(cases=[{"index": 99, "latencyNs": 5}])),
         "INVALID_PREDICATE",
@@ -148,7 +160,9 @@ async def test_the_run_must_exist(api, db):
     signer, secret = await support.partner(db)
     digest = "sha256:" + "cd" * 32
     for run_id, code in ((ids.encode("Run", digest), "NOT_FOUND"), ("nonsense", "BAD_ID"), (ids.encode("Definition", digest), "BAD_ID")):
-        answer = (await api.data(SUBMIT, {"run": run_id, "envelope": support.envelope(signer, digest)}, bearer(secret)))["runSubmitReproduction"]
+        answer = (await api.data(SUBMIT, {"run": run_id, "envelope": support.envelope(signer, digest)}, bearer(secret)))[
+            "runSubmitReproduction"
+        ]
         assert [(e["code"], e["field"]) for e in answer["userErrors"]] == [(code, "run")]
     await _nothing_stored(db)
 
@@ -159,7 +173,7 @@ async def test_reproductions_by_several_partners_never_change_the_level(api, db)
     run = await support.published_run(db)
     for name in ("lab-a", "lab-b", "lab-c"):
         signer, secret = await support.partner(db, name)
-        answer = (await api.data(SUBMIT, {"run": run["id"], "envelope": support.envelope(signer, run["digest"])}, bearer(secret)))
+        answer = await api.data(SUBMIT, {"run": run["id"], "envelope": support.envelope(signer, run["digest"])}, bearer(secret))
         assert answer["runSubmitReproduction"]["userErrors"] == []
     assert (await db.runs.find_one({"_id": run["digest"]}))["evidenceLevel"] == run["level"] == "Reported"
     assert await db.attestations.count_documents({}) == 3
@@ -181,7 +195,7 @@ async def test_a_reproduction_of_a_verified_run_leaves_it_verified(api, db):
 
     signer, secret = await support.partner(db)
     pred = support.predicate(environment={"gpu": "NVIDIA H200", "architecture": "sm_90"}, cases=[{"index": 0, "latencyNs": 21_000}])
-    answer = (await api.data(SUBMIT, {"run": ids.encode("Run", digest), "envelope": support.envelope(signer, digest, pred)}, bearer(secret)))
+    answer = await api.data(SUBMIT, {"run": ids.encode("Run", digest), "envelope": support.envelope(signer, digest, pred)}, bearer(secret))
     assert answer["runSubmitReproduction"]["userErrors"] == []
     assert answer["runSubmitReproduction"]["run"]["evidenceLevel"] == "KERNELINDEX_VERIFIED"
     assert (await db.runs.find_one({"_id": digest}))["evidenceLevel"] == "KernelIndex Verified"

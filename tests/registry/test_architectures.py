@@ -7,11 +7,18 @@ from registry.architectures import architecture_of, declared, refusal, supports
 from registry.manifests import ManifestError, make_manifest, parse_manifest
 
 
-@pytest.mark.parametrize("gpu, arch", [
-    ("NVIDIA H200", "sm_90"), ("NVIDIA H100 80GB HBM3", "sm_90"), ("NVIDIA B200", "sm_100"),
-    ("NVIDIA GB200", "sm_100"), ("NVIDIA GeForce RTX 5090", "sm_120"), ("NVIDIA H20", None),
-    ("AMD EPYC 9654 96-Core Processor", "cpu"),
-])
+@pytest.mark.parametrize(
+    "gpu, arch",
+    [
+        ("NVIDIA H200", "sm_90"),
+        ("NVIDIA H100 80GB HBM3", "sm_90"),
+        ("NVIDIA B200", "sm_100"),
+        ("NVIDIA GB200", "sm_100"),
+        ("NVIDIA GeForce RTX 5090", "sm_120"),
+        ("NVIDIA H20", None),
+        ("AMD EPYC 9654 96-Core Processor", "cpu"),
+    ],
+)
 def test_gpu_products_map_to_architectures(gpu, arch):
     assert architecture_of(gpu) == arch
 
@@ -34,8 +41,7 @@ def test_legacy_rule_for_revisions_without_architectures():
 
 
 def test_manifest_refuses_a_malformed_architecture():
-    spec = {"name": "x", "project": "p", "revision": "1", "definitionDigest": "sha256:" + "0" * 64,
-            "architectures": ["hopper"]}
+    spec = {"name": "x", "project": "p", "revision": "1", "definitionDigest": "sha256:" + "0" * 64, "architectures": ["hopper"]}
     with pytest.raises(ManifestError) as error:
         parse_manifest(make_manifest("ImplementationRevision", "x", spec).to_json() | {"spec": spec})
     assert "architectures" in str(error.value.problems)

@@ -38,7 +38,11 @@ def test_metadata_does_not_change_the_digest():
     "value, canonical, expected",
     [
         # printf '{"a":1,"b":[true,null,"x"]}' | sha256sum
-        ({"b": [True, None, "x"], "a": 1}, b'{"a":1,"b":[true,null,"x"]}', "eca8cfb31ab74533e1eb2f4c74d2d55dfe3c79ac704787e54be8647ea7777eb1"),
+        (
+            {"b": [True, None, "x"], "a": 1},
+            b'{"a":1,"b":[true,null,"x"]}',
+            "eca8cfb31ab74533e1eb2f4c74d2d55dfe3c79ac704787e54be8647ea7777eb1",
+        ),
         # printf '{"n":0.28508,"z":1e+21}' | sha256sum   (ECMAScript number formatting)
         ({"z": 1e21, "n": 0.28508}, b'{"n":0.28508,"z":1e+21}', "96182c04c2efdaf832cdde41dddfba0b2c41b9493609c6f9aba62627d1c15ed6"),
     ],

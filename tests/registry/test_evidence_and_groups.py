@@ -18,10 +18,7 @@ def test_evidence_levels():
     with_code = impl({"repository": "https://example.org/x.git", "commit": "abc", "digest": DEF})
     assert derive_evidence_level(implementation=with_code, verifying_runners=set()) is EvidenceLevel.reproducible
     assert derive_evidence_level(implementation=impl(), verifying_runners={"r1"}) is EvidenceLevel.kernelindex_verified
-    assert (
-        derive_evidence_level(implementation=impl(), verifying_runners={"r1", "r2"})
-        is EvidenceLevel.independently_replicated
-    )
+    assert derive_evidence_level(implementation=impl(), verifying_runners={"r1", "r2"}) is EvidenceLevel.independently_replicated
 
 
 def test_group_key_ignores_implementation_and_software_but_not_gpu():
@@ -40,12 +37,20 @@ def test_group_key_ignores_implementation_and_software_but_not_gpu():
 
     assert key(a) == key(b)
     assert key(a) != key(a, factories.environment("NVIDIA H200", "sm_90"))
-    newer_driver = factories.environment().spec.model_copy(update={"software": factories.environment().spec.software.model_copy(update={"driver": "999"})})
-    assert group_identity(
-        definition_digest="sha256:" + "2" * 64, workload_digest="sha256:" + "3" * 64, protocol=a.protocol.spec, environment=newer_driver
-    ).key() == group_identity(
-        definition_digest="sha256:" + "2" * 64, workload_digest="sha256:" + "3" * 64, protocol=a.protocol.spec, environment=a.environment.spec
-    ).key()
+    newer_driver = factories.environment().spec.model_copy(
+        update={"software": factories.environment().spec.software.model_copy(update={"driver": "999"})}
+    )
+    assert (
+        group_identity(
+            definition_digest="sha256:" + "2" * 64, workload_digest="sha256:" + "3" * 64, protocol=a.protocol.spec, environment=newer_driver
+        ).key()
+        == group_identity(
+            definition_digest="sha256:" + "2" * 64,
+            workload_digest="sha256:" + "3" * 64,
+            protocol=a.protocol.spec,
+            environment=a.environment.spec,
+        ).key()
+    )
 
 
 def test_source_native_rule_ranks_by_sol_score_with_exact_ties():
@@ -67,12 +72,25 @@ def test_noise_comes_from_the_runs_own_samples():
     from registry.ranking import rank_value
 
     digest = "sha256:" + "4" * 64
-    case = {"index": 0, "axes": {"n": 1}, "status": "passed", "latencyNs": {"median": 100}, "samplesNs": [90, 95, 100, 105, 110, 100, 100, 100]}
-    spec = BenchmarkRunSpec.model_validate({
-        "status": "passed", "timing": {"primaryStatistic": "median", "latencyNs": {"median": 1000}},
-        "observedAt": "2026-11-30T00:00:00Z", "protocolDigest": digest, "workloadDigest": digest,
-        "environmentDigest": digest, "implementationDigest": digest, "cases": [case],
-    })
+    case = {
+        "index": 0,
+        "axes": {"n": 1},
+        "status": "passed",
+        "latencyNs": {"median": 100},
+        "samplesNs": [90, 95, 100, 105, 110, 100, 100, 100],
+    }
+    spec = BenchmarkRunSpec.model_validate(
+        {
+            "status": "passed",
+            "timing": {"primaryStatistic": "median", "latencyNs": {"median": 1000}},
+            "observedAt": "2026-11-30T00:00:00Z",
+            "protocolDigest": digest,
+            "workloadDigest": digest,
+            "environmentDigest": digest,
+            "implementationDigest": digest,
+            "cases": [case],
+        }
+    )
     rule = RankRule(metric="median", order="asc", noise_aware=True)
     value, noise = rank_value(rule, spec)
     # quartiles of the samples: 96.25 and 103.75 → half-IQR 3.75 % of the case median.

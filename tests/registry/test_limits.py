@@ -20,8 +20,13 @@ def _error(data) -> str:
 
 
 def test_paths_name_keys_and_indices_of_the_value_over_a_limit():
-    assert _error({"spec": {"cases": [{"axes": {}}, {"axes": {"n": 2**64}}]}}) == "spec.cases[1].axes.n: an integer outside the 64-bit range"
-    assert _error({"metadata": {"labels": {"k" * 100: "\ud800"}}}) == f"metadata.labels.{'k' * 64}: a lone surrogate is not text (not encodable as UTF-8)"
+    assert (
+        _error({"spec": {"cases": [{"axes": {}}, {"axes": {"n": 2**64}}]}}) == "spec.cases[1].axes.n: an integer outside the 64-bit range"
+    )
+    assert (
+        _error({"metadata": {"labels": {"k" * 100: "\ud800"}}})
+        == f"metadata.labels.{'k' * 64}: a lone surrogate is not text (not encodable as UTF-8)"
+    )
     assert _error({1: [{"x": Flavour.long}]}) == "1[0].x: a string of 70,000 characters; at most 65,536"
     assert _error(["ok", "y" * 70_000]) == "[1]: a string of 70,000 characters; at most 65,536"
     assert _error({"k": {"x" * 70_000: 1}}) == "k: a key of 70,000 characters"

@@ -14,12 +14,14 @@ DIGEST = "sha256:" + "4" * 64
 
 
 def gpumode_protocol(statistic: str) -> BenchmarkProtocolSpec:
-    return BenchmarkProtocolSpec.model_validate({
-        "harness": {"name": "GPU MODE KernelBot", "version": "leaderboard"},
-        "correctness": {"reference": "board reference", "comparator": "kernelbot_check"},
-        "measurement": {"timer": "harness_reported", "primaryStatistic": statistic},
-        "comparability": {"family": "gpumode_kernelbot", "version": "per-shape" if statistic == "geomean" else "flat"},
-    })
+    return BenchmarkProtocolSpec.model_validate(
+        {
+            "harness": {"name": "GPU MODE KernelBot", "version": "leaderboard"},
+            "correctness": {"reference": "board reference", "comparator": "kernelbot_check"},
+            "measurement": {"timer": "harness_reported", "primaryStatistic": statistic},
+            "comparability": {"family": "gpumode_kernelbot", "version": "per-shape" if statistic == "geomean" else "flat"},
+        }
+    )
 
 
 def run_with_cases(stats: list[tuple[int, int, int | None]]) -> BenchmarkRunSpec:
@@ -31,11 +33,18 @@ def run_with_cases(stats: list[tuple[int, int, int | None]]) -> BenchmarkRunSpec
         if runs is not None:
             case["sampleCount"] = runs
         cases.append(case)
-    return BenchmarkRunSpec.model_validate({
-        "status": "passed", "timing": {"primaryStatistic": "geomean", "latencyNs": {"geomean": geomean}},
-        "observedAt": "2026-11-30T00:00:00Z", "protocolDigest": DIGEST, "workloadDigest": DIGEST,
-        "environmentDigest": DIGEST, "implementationDigest": DIGEST, "cases": cases,
-    })
+    return BenchmarkRunSpec.model_validate(
+        {
+            "status": "passed",
+            "timing": {"primaryStatistic": "geomean", "latencyNs": {"geomean": geomean}},
+            "observedAt": "2026-11-30T00:00:00Z",
+            "protocolDigest": DIGEST,
+            "workloadDigest": DIGEST,
+            "environmentDigest": DIGEST,
+            "implementationDigest": DIGEST,
+            "cases": cases,
+        }
+    )
 
 
 def test_per_shape_boards_tie_when_confidence_intervals_overlap():

@@ -15,12 +15,12 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import connect
 
-from gateway.embedded import free_port
+from store.embedded import free_port
 
 SERVE = """
 import sys, uvicorn
-from gateway.app import create_app
-from gateway.settings import Settings
+from server.app import create_app
+from server.settings import Settings
 uri, database, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 app = create_app(uri, Settings(database=database, mongodb_uri=uri))
 uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

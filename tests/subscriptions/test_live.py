@@ -11,8 +11,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from resolvers import ids
-from gateway.websocket import MAX_SUBSCRIPTIONS_PER_CONNECTION
 from resolvers.types.common import encode_cursor
+from server.websocket import MAX_SUBSCRIPTIONS_PER_CONNECTION
 from store.keys import Scope
 from store.publish import publish
 from tests import factories
@@ -44,7 +44,21 @@ async def test_a_run_published_elsewhere_reaches_subscribers_on_every_process(db
             # Published by a separate `kernelindex load` process.
             bundle = factories.run_bundle("cli-1")
             manifests = tmp_path / "m.json"
-            manifests.write_text(json.dumps([m.to_json() for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)]))
+            manifests.write_text(
+                json.dumps(
+                    [
+                        m.to_json()
+                        for m in (
+                            bundle.definition,
+                            bundle.workload,
+                            bundle.protocol,
+                            bundle.environment,
+                            bundle.implementation,
+                            bundle.run,
+                        )
+                    ]
+                )
+            )
             env = {**os.environ, "MONGODB_URI": mongo_uri, "KERNELINDEX_DATABASE": db.name}
             loaded = subprocess.run([KERNELINDEX, "load", str(manifests)], env=env, capture_output=True, text=True, timeout=120)
             assert loaded.returncode == 0, loaded.stderr
@@ -66,9 +80,21 @@ async def test_a_job_update_made_through_one_process_reaches_its_requester_on_th
     requester = await jobs.key(db, Scope.maintainer, name="requester")
     runner = await jobs.key(db, Scope.runner, Ed25519PrivateKey.generate(), name="runner")
     with servers(mongo_uri, db.name, 2) as (a, b):
-        request = (await graphql(b.http, jobs.REQUEST, {"input": {
-            "definition": ids.encode("Definition", (await db.definitions.find_one({}))["_id"]), "implementation": "ext",
-            "gpu": jobs.GPU, "idempotencyKey": "live-1"}}, requester))["data"]["benchmarkJobRequest"]
+        request = (
+            await graphql(
+                b.http,
+                jobs.REQUEST,
+                {
+                    "input": {
+                        "definition": ids.encode("Definition", (await db.definitions.find_one({}))["_id"]),
+                        "implementation": "ext",
+                        "gpu": jobs.GPU,
+                        "idempotencyKey": "live-1",
+                    }
+                },
+                requester,
+            )
+        )["data"]["benchmarkJobRequest"]
         job_id = request["job"]["id"]
         query = "subscription($id: ID!, $after: String) { benchmarkJobUpdated(id: $id, after: $after) { cursor state job { id state } } }"
         async with ws_connection(a.ws, {"Authorization": f"Bearer {requester}"}) as conn:
@@ -140,16 +166,33 @@ async def test_keys_limits_and_bad_arguments_are_answered_with_codes(db, mongo_u
         return message["payload"][0]["extensions"]["code"]
 
     with servers(mongo_uri, db.name, 1) as (a,):
-        created = (await graphql(a.http, jobs.REQUEST, {"input": {
-            "definition": ids.encode("Definition", (await db.definitions.find_one({}))["_id"]), "implementation": "ext",
-            "gpu": jobs.GPU, "idempotencyKey": "codes"}}, requester))["data"]["benchmarkJobRequest"]
+        created = (
+            await graphql(
+                a.http,
+                jobs.REQUEST,
+                {
+                    "input": {
+                        "definition": ids.encode("Definition", (await db.definitions.find_one({}))["_id"]),
+                        "implementation": "ext",
+                        "gpu": jobs.GPU,
+                        "idempotencyKey": "codes",
+                    }
+                },
+                requester,
+            )
+        )["data"]["benchmarkJobRequest"]
         job_id = created["job"]["id"]
         async with ws_connection(a.ws) as anonymous:
             assert await first_error(anonymous, "1", job_query, {"id": job_id}) == "UNAUTHENTICATED"
             assert await first_error(anonymous, "2", RUN_PUBLISHED, {"after": "not a cursor"}) == "BAD_USER_INPUT"
             assert await first_error(anonymous, "3", RUN_PUBLISHED, {"filter": {"definition": "nonsense"}}) == "BAD_ID"
             unknown_group = ids.encode("ComparisonGroup", "sha256:" + "0" * 64)
-            assert await first_error(anonymous, "4", "subscription($id: ID!) { comparisonGroupChanged(id: $id) { size } }", {"id": unknown_group}) == "NOT_FOUND"
+            assert (
+                await first_error(
+                    anonymous, "4", "subscription($id: ID!) { comparisonGroupChanged(id: $id) { size } }", {"id": unknown_group}
+                )
+                == "NOT_FOUND"
+            )
         async with ws_connection(a.ws, {"Authorization": "Bearer kix_nothere_secret"}) as bad_key:
             assert await first_error(bad_key, "1", job_query, {"id": job_id}) == "UNAUTHENTICATED"
         async with ws_connection(a.ws, {"apiKey": other_partner}) as stranger:

@@ -2,8 +2,8 @@
 
 from types import SimpleNamespace
 
-from gateway import websocket
-from gateway.websocket import MAX_SHARED_BACKLOG, _Listener, share_key
+from server import websocket
+from server.websocket import MAX_SHARED_BACKLOG, _Listener, share_key
 
 ANON = SimpleNamespace(principal=None, key_presented=False)
 LIVE = "subscription { runPublished { cursor run { digest } } }"
@@ -31,7 +31,9 @@ def test_resuming_private_or_unusual_subscriptions_run_on_their_own():
     assert share_key(LIVE, "not a dict", None, ANON) is None
     two = LIVE + " subscription B { runPublished { cursor } }"
     assert share_key(two, None, None, ANON) is None
-    assert share_key("subscription A { runPublished { cursor } }" + " subscription B { runPublished { cursor } }", None, "B", ANON) is not None
+    assert (
+        share_key("subscription A { runPublished { cursor } }" + " subscription B { runPublished { cursor } }", None, "B", ANON) is not None
+    )
 
 
 async def test_a_shared_subscriber_that_falls_behind_is_dropped_with_a_code():

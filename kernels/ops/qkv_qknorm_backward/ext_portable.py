@@ -11,8 +11,8 @@ Schedules (`mode`), all in one CUDA stream pair so that a captured graph holds t
   "split"    norm, then dX and dW on two streams at once (small T: each GEMM fills few SMs);
   "chunkN"   N token chunks: the norm of chunk i+1 runs while cuBLAS computes chunk i's rows of
              dX on the other stream; dW over all tokens once the last chunk is normed;
-  "auto"     the measured choice per token count (AUTO_PLAN);
-  "dbg-norm" the norm kernel and the norm-weight sums only, to time them (the GEMM outputs are WRONG).
+  "auto"     the measured choice per token count (AUTO_PLAN).
+(The norm kernel timed alone is lab/qkv_qknorm_backward/debug.py's, through `_run(norm_only=True)`.)
 A suffix "-c0|1|2" forces the norm kernel's block shape (csrc/portable_norm.cu: 8 warps × 2 slots,
 6 × 3, 4 × 4); by default AUTO_CONFIG, or config 0 where the chosen one does not fit (sm_120).
 Entry points: qkv_qknorm_backward(**inputs, mode="auto") -> the six outputs;
@@ -74,17 +74,15 @@ def load(verbose: bool = False):
 
 def parse_mode(mode: str, tokens: int) -> tuple[str, int, int]:
     """mode -> (schedule, chunks, norm block config); "auto" resolves through AUTO_PLAN."""
-    match = re.fullmatch(r"(auto|serial|split|dbg-norm|chunk([1-9][0-9]?))(?:-c([0-9]))?", mode)
+    match = re.fullmatch(r"(auto|serial|split|chunk([1-9][0-9]?))(?:-c([0-9]))?", mode)
     if not match or (match.group(3) and int(match.group(3)) >= CONFIGS):
-        raise ValueError(f"mode: expected auto, serial, split, chunk<N> or dbg-norm, optionally "
+        raise ValueError(f"mode: expected auto, serial, split or chunk<N>, optionally "
                          f"-c0..-c{CONFIGS - 1}, got {mode!r}")
     name, config = match.group(1), int(match.group(3) or AUTO_CONFIG)
     if name == "auto":
         name = next(m for limit, m in AUTO_PLAN if tokens < limit)
     if name in ("serial", "split"):
         return name, 1, config
-    if name == "dbg-norm":
-        return "norm", 1, config
     return "chunk", int(name.removeprefix("chunk")), config
 
 
@@ -129,12 +127,15 @@ def _check(lib, rc: int, what: str) -> None:
         raise RuntimeError(f"ext-portable {what} failed: {lib.kidxp_error(rc).decode()}")
 
 
-def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str) -> None:
-    """dw: the three weight grads (contiguous, 16-byte aligned)."""
+def _run(ins: dict[str, Any], dx, dw: tuple, dq, dk, b: int, s: int, mode: str, norm_only: bool = False) -> None:
+    """dw: the three weight grads (contiguous, 16-byte aligned). `norm_only` (lab only): the norm
+    kernel and the norm-weight sums alone, with the mode's block shape (dx and dw not written)."""
     import torch
 
     t = b * s
     schedule, chunks, config = parse_mode(mode, t)
+    if norm_only:
+        schedule, chunks = "norm", 1
     lib = load()
     device = ins["hidden_states"].device
     with torch.cuda.device(device):

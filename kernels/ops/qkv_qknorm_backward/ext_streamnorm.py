@@ -14,8 +14,8 @@ Entry points (arguments are checked in Python before any kernel runs; ValueError
 
 Modes: "auto" (the plan table measured on the H200), a forced GEMM plan
 "bm{128|256}-c{C}-w{sw}-x{sx}[-xf]" (tile rows, cluster size, CTAs per dW tile, per dX tile, C, sw,
-sx in 1, 2, 4, 8; -xf launches the dX tiles first), "nopdl"; "dbg-gemm" (no norm kernel) and
-"dbg-norm" (no GEMM kernel) time the parts: their results are WRONG.
+sx in 1, 2, 4, 8; -xf launches the dX tiles first), "nopdl". (Timing the parts alone and the
+kernels' timelines are lab/qkv_qknorm_backward/debug.py's, through `_launch`.)
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ PLAN_FIELDS = ("bm", "cluster", "sw", "sx", "x_first", "grid", "ncw", "ncx", "nw
 QK_COLS = 1280
 MAX_TOKENS = (1 << 26) - 1  # the norm kernel indexes its 5T rows of 32 uint4 in int
 FLAG_PDL, FLAG_NO_NORM, FLAG_NO_GEMM = 1, 2, 4
-DEBUG_MODES = {"dbg-gemm": FLAG_PDL | FLAG_NO_NORM, "dbg-norm": FLAG_PDL | FLAG_NO_GEMM}
 AUTO = (0, 0, 0, 0, 0)
 _FORCED = re.compile(r"bm(128|256)-c([1248])-w([1248])-x([1248])(-xf)?")
 
@@ -71,11 +70,9 @@ def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
         return AUTO, FLAG_PDL
     if mode == "nopdl":
         return AUTO, 0
-    if mode in DEBUG_MODES:
-        return AUTO, DEBUG_MODES[mode]
     m = _FORCED.fullmatch(mode)
     if m is None:
-        raise ValueError(f"mode: expected 'auto', 'nopdl', 'dbg-gemm', 'dbg-norm' or "
+        raise ValueError(f"mode: expected 'auto', 'nopdl' or "
                          f"'bm<128|256>-c<C>-w<sw>-x<sx>[-xf]' (C, sw, sx in 1, 2, 4, 8), got {mode!r}")
     bm, cl, sw, sx = (int(g) for g in m.groups()[:4])
     if sw > cl or sx > cl:
@@ -113,10 +110,12 @@ def _num_sms(device) -> int:
     return _sms[idx]
 
 
-def _launch(ins: list[Any], outs: tuple, b: int, s: int, mode: str, timelines: tuple = ()) -> None:
+def _launch(ins: list[Any], outs: tuple, b: int, s: int, mode: str, timelines: tuple = (), flags: int | None = None) -> None:
+    """`flags` (lab only) replaces the mode's FLAG_* bits; `timelines`: globaltimer stamp tensors."""
     import torch
 
-    forced, flags = parse_mode(mode)
+    forced, mode_flags = parse_mode(mode)
+    flags = mode_flags if flags is None else flags
     if b * s > MAX_TOKENS:
         raise ValueError(f"grad_query: B·S = {b * s} tokens; ext-streamnorm takes at most {MAX_TOKENS}")
     lib = load()
@@ -160,18 +159,3 @@ def qkv_qknorm_backward_out(outputs, *, mode: str = "auto", **inputs) -> None:
     b, s = check_inputs(inputs, "cuda")
     check_outputs(outputs, b, s, inputs["hidden_states"].device, alignment=16)
     _launch(aligned_inputs(inputs), tuple(outputs), b, s, mode)
-
-
-def timeline(*, mode: str = "auto", **inputs):
-    """Debugging: one call with globaltimer stamps; returns (outputs, norm [blocks, 4] int64:
-    entry, exit, SM; gemm [grid, 12] int64: see csrc/cluster_gemm.h; 0 = not reached)."""
-    b, s = check_inputs(inputs, "cuda")
-    import torch
-
-    hs = inputs["hidden_states"]
-    pl = plan(b * s, _num_sms(hs.device), mode)
-    norm_tl = torch.zeros((pl["norm_blocks"], 4), dtype=torch.int64, device=hs.device)
-    gemm_tl = torch.zeros((pl["grid"], 12), dtype=torch.int64, device=hs.device)
-    outs = _new_outputs(hs)
-    _launch(aligned_inputs(inputs), outs, b, s, mode, (norm_tl, gemm_tl))
-    return outs, norm_tl, gemm_tl

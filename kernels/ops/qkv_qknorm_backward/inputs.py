@@ -38,7 +38,4 @@ def allocate_outputs(batch_size: int, seq_len: int, device, fill: float = float(
     from kernels.ops.qkv_qknorm_backward.definition import OUTPUTS, output_shapes
 
     shapes = output_shapes(batch_size, seq_len)
-    return tuple(
-        torch.full(shapes[name], fill, dtype=_DTYPES[OUTPUTS[name][1]], device=device)
-        for name in OUTPUTS
-    )
+    return tuple(torch.full(shapes[name], fill, dtype=_DTYPES[OUTPUTS[name][1]], device=device) for name in OUTPUTS)

@@ -1,0 +1,45 @@
+"""The `kernelindex` command line: one module per group of verbs.
+
+Each verb module has `register(sub)`, which adds its sub-parser(s) with `handler=` set to a
+function `(args, settings) -> exit code`. To add a verb, write such a module and list it in
+VERB_MODULES. Expected failures print one `error: ...` line and exit non-zero; no tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from cli import attest, bench, imports, jobs, keys, manifests, runner, serve, supergraph, web
+from cli.common import CommandError, fail
+from client.api import ApiError
+from registry.manifests import ManifestError
+from server.bootstrap import BootstrapError
+from server.settings import Settings
+from store.embedded import EmbeddedDatabaseError
+
+VERB_MODULES = (serve, supergraph, web, manifests, imports, keys, jobs, runner, attest, bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kernelindex", description="KernelIndex: GPU-kernel performance evidence.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in VERB_MODULES:
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = Settings()
+    try:
+        return args.handler(args, settings)
+    except ManifestError as error:
+        for path, reason in error.problems:
+            print(f"error: {path}: {reason}" if path else f"error: {reason}", file=sys.stderr)
+        print("error: nothing was written", file=sys.stderr)
+        return 1
+    except (EmbeddedDatabaseError, CommandError, BootstrapError, ApiError) as error:
+        return fail(str(error))
+    except KeyboardInterrupt:
+        return 130

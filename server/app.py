@@ -1,0 +1,124 @@
+"""The Starlette application: GraphQL (HTTP and WebSocket) at /graphql, plus a few plain routes."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp
+from strawberry.asgi import GraphQL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+
+from resolvers.context import Context
+from resolvers.dataloaders import Loaders
+from server.auth import bearer_from_connection_params, bearer_from_headers, principal_for
+from server.request_body import RequestBodyGuard
+from server.schema import build_schema
+from server.settings import Settings
+from server.websocket import MAX_SUBSCRIPTIONS_PER_CONNECTION, SubscriptionLimitHandler
+from store.client import make_client
+from store.event_stream import EventHub
+from store.schema import ensure_schema
+from web import create_web_app
+
+
+class KernelIndexGraphQL(GraphQL):
+    """Strawberry's ASGI app with our per-request context."""
+
+    graphql_transport_ws_handler_class = SubscriptionLimitHandler  # a coded error past the limit
+
+    def __init__(self, schema, app_state: Any, settings: Settings, max_subscriptions: int | None = MAX_SUBSCRIPTIONS_PER_CONNECTION):
+        super().__init__(
+            schema,
+            graphql_ide=None,  # GraphiQL is the web app's /graphiql, with local assets
+            # graphql-transport-ws only: the legacy protocol had an auth bypass.
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+            max_subscriptions_per_connection=max_subscriptions,
+        )
+        self.app_state = app_state
+        self.settings = settings
+
+    async def get_context(self, request: Any, response: Any = None) -> Context:
+        db = self.app_state.db
+        principal, presented = await principal_for(db, bearer_from_headers(request.headers))
+        return Context(
+            db=db,
+            loaders=Loaders(db),
+            public_url=self.settings.public_url,
+            source_url=self.settings.source_url,
+            request=request,
+            response=response,
+            principal=principal,
+            key_presented=presented,
+        )
+
+    async def on_ws_connect(self, context: Context):
+        # A WebSocket may authenticate in connection_init instead of a header.
+        token = bearer_from_connection_params(context.connection_params)
+        if token is not None:
+            context.principal, context.key_presented = await principal_for(context.db, token)
+        return await super().on_ws_connect(context)
+
+
+def create_app(
+    mongodb_uri: str, settings: Settings | None = None, *, client_options: dict | None = None, subgraph: str | None = None
+) -> ASGIApp:
+    """`subgraph`: serve only the "registry" or "benchmarks" subgraph (what `kernelindex serve`
+    runs behind Hive Gateway); None: both in one schema (in-process tests, local tools).
+    `client_options` go to the driver (tests pass command listeners through it)."""
+    settings = settings or Settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        # The client is made here, on the serving event loop.
+        client = make_client(mongodb_uri, **(client_options or {}))
+        app.state.client = client
+        app.state.db = client[settings.database]
+        await ensure_schema(app.state.db)
+        # One change stream per process delivers every process's events to this one's subscribers.
+        app.state.event_hub = EventHub(app.state.db)
+        await app.state.event_hub.start()
+        # Everything built at start-up lives as long as the process: keep it out of the cyclic
+        # collector's full passes, which otherwise rescan it every few requests (the p99).
+        gc.collect()
+        gc.freeze()
+        try:
+            yield
+        finally:
+            if web is not None:
+                await web.state.graphql.aclose()
+            await app.state.event_hub.stop()
+            await client.close()
+
+    async def healthz(request: Request) -> Any:
+        await request.app.state.db.command("ping")
+        return PlainTextResponse("ok")
+
+    app = Starlette(lifespan=lifespan)
+    schema = build_schema(settings, subgraph)
+    app.state.schema = schema
+    app.state.settings = settings
+    # Behind the gateway a subgraph's WebSocket client is the gateway, which carries many users'
+    # subscriptions on one connection: the per-connection limit is the gateway's, per client
+    # (gateway/gateway.config.mjs), not the subgraph's.
+    graphql = KernelIndexGraphQL(schema, app.state, settings, MAX_SUBSCRIPTIONS_PER_CONNECTION if subgraph is None else None)
+    app.router.routes.extend(
+        [
+            Route("/graphql", graphql, methods=["GET", "POST"]),
+            WebSocketRoute("/graphql", graphql),
+            Route("/healthz", healthz),
+        ]
+    )
+    web = None
+    if subgraph is None:
+        # The pages query this server's own /graphql over HTTP semantics, in process (no socket).
+        # Behind the gateway, a subgraph serves GraphQL only; the web process serves the pages.
+        web = create_web_app("http://kernelindex.internal/graphql", transport=httpx.ASGITransport(app=graphql))
+        app.router.mount("/", web)  # every other path: the web pages
+    return RequestBodyGuard(app, settings.max_body_bytes)

@@ -1,0 +1,79 @@
+"""Data on first start: what `serve` loads, idempotently, before it answers requests.
+
+- `data/snapshots/sol-execbench/`: saved SOL-ExecBench responses, imported by the loader.
+- `data/snapshots/gpumode/`: GPU MODE KernelBot rows in the datasets-server's shape (synthetic,
+  see its meta.json), imported by the loader.
+- `data/controlled/**/manifests.json`: our own harness's manifests (definitions, workloads,
+  protocols, environments, implementations, runs).
+- `data/code-pins.json`: the commits holding the code of revisions published without one.
+- `data/verified/*.json`: signed runner results ({"job", "envelope"}) from controlled reruns,
+  verified against the approved runner keys in `data/runners/*.pem` and published as verified.
+A second start finds everything present and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from loaders.manifest_files import read_manifests
+from registry.code import PinsError, parse_pins
+from registry.dsse import keyid, load_public_key
+from server.settings import Settings
+from store.client import make_client
+from store.code_pins import save_pins
+from store.manifest_set import publish_set
+from store.schema import ensure_schema
+from store.verified_results import ResultError, publish_signed_record
+
+# The data that ships with the repository (snapshots, controlled runs, code pins, verified results).
+BUNDLED_DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+class BootstrapError(RuntimeError):
+    """Committed data that cannot be loaded: the message names the file and the reason."""
+
+
+def approved_runner_keys(data_dir: Path) -> dict:
+    keys = {}
+    for path in sorted((data_dir / "runners").glob("*.pem")):
+        key = load_public_key(path.read_bytes())
+        keys[keyid(key)] = key
+    return keys
+
+
+async def bootstrap(uri: str, settings: Settings, data_dir: Path) -> None:
+    client = make_client(uri)
+    try:
+        db = client[settings.database]
+        await ensure_schema(db)
+        snapshot = data_dir / "snapshots" / "sol-execbench"
+        if snapshot.is_dir():
+            from loaders.sol_execbench.cli import run_import
+
+            await run_import(db, snapshot_dir=snapshot, console=None)
+        gpumode = data_dir / "snapshots" / "gpumode"
+        if gpumode.is_dir():
+            from loaders.gpumode.cli import run_import as import_gpumode
+
+            await import_gpumode(db, snapshot_dir=gpumode, console=None)
+        manifests = []
+        for path in sorted((data_dir / "controlled").rglob("manifests.json")):
+            manifests += read_manifests(path)
+        if manifests:
+            await publish_set(db, manifests)
+        pins_file = data_dir / "code-pins.json"
+        if pins_file.is_file():
+            try:
+                await save_pins(db, parse_pins(json.loads(pins_file.read_text())))
+            except (PinsError, json.JSONDecodeError) as error:
+                raise BootstrapError(f"{pins_file}: {error}") from None
+        approved = approved_runner_keys(data_dir)
+        for path in sorted((data_dir / "verified").glob("*.json")):
+            record = json.loads(path.read_text())
+            try:
+                await publish_signed_record(db, record["envelope"], approved)
+            except ResultError as error:
+                raise BootstrapError(f"{path}: {error.code}: {error}") from None
+    finally:
+        await client.close()

@@ -1,0 +1,54 @@
+"""The web app factory. It serves pages built from GraphQL answers of `graphql_url`; run alone
+(its own process behind the federation gateway) or mounted in the single-process server."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import httpx
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from web.compare import compare_page
+from web.graphiql import graphiql_assets, graphiql_page
+from web.graphql import GraphQLClient
+from web.groups import group_page
+from web.home import home_page
+from web.operations import operation_page
+from web.runs import run_page
+from web.timing import ServerTiming
+
+STATIC = Path(__file__).parent / "static"
+
+
+def create_web_app(graphql_url: str, *, transport: httpx.AsyncBaseTransport | None = None) -> Starlette:
+    """`graphql_url`: where pages POST their queries. `transport`: how to reach it (default:
+    the network; the single-process server passes an in-process transport to its own API)."""
+    client = GraphQLClient(graphql_url, transport=transport)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        try:
+            yield
+        finally:
+            await client.aclose()
+
+    app = Starlette(
+        lifespan=lifespan,
+        middleware=[Middleware(ServerTiming)],
+        routes=[
+            Route("/", home_page),
+            Route("/groups/{id}", group_page),
+            Route("/operations/{name}", operation_page),
+            Route("/runs/{digest}", run_page),
+            Route("/compare", compare_page),
+            Route("/graphiql", graphiql_page),
+            Mount("/static/graphiql", graphiql_assets()),
+            Mount("/static", StaticFiles(directory=STATIC)),
+        ],
+    )
+    app.state.graphql = client
+    return app

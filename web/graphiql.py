@@ -1,0 +1,39 @@
+"""GraphiQL with local assets: the pinned npm packages in web/assets (installed by
+`make setup`), never a CDN."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.staticfiles import StaticFiles
+
+from web.render import TEMPLATES
+
+MODULES = Path(__file__).parent / "assets" / "node_modules"
+# The only files served from node_modules (URL name -> package file).
+FILES = {
+    "react.production.min.js": "react/umd/react.production.min.js",
+    "react-dom.production.min.js": "react-dom/umd/react-dom.production.min.js",
+    "graphiql.min.js": "graphiql/graphiql.min.js",
+    "graphiql.min.css": "graphiql/graphiql.min.css",
+}
+
+
+class _Assets(StaticFiles):
+    """StaticFiles over node_modules, limited to FILES."""
+
+    def get_path(self, scope) -> str:
+        name = super().get_path(scope)
+        return FILES.get(name, "not-served")
+
+
+def graphiql_assets() -> StaticFiles:
+    return _Assets(directory=MODULES, check_dir=False)
+
+
+async def graphiql_page(request: Request) -> Response:
+    if not all((MODULES / path).is_file() for path in FILES.values()):
+        return PlainTextResponse("GraphiQL's assets are not installed: run `make setup` (npm ci in web/assets).", status_code=503)
+    return HTMLResponse(TEMPLATES.get_template("graphiql.html").render())
