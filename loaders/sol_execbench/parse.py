@@ -68,6 +68,9 @@ class Kernel(SourceModel):
     name: str = Field(min_length=1)
     title: str | None = None
     description: str | None = None
+    # The operation family where the source states one (SamMausberg/KernelIndex
+    # import/sol/types.ts names it `op_type`); else the family comes from the tags.
+    op_type: str | None = None
     gpu_types: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     axes: dict[str, SourceAxis]

@@ -101,7 +101,8 @@ def test_bundled_kernel_51_keeps_only_the_baseline_digest():
     }
     assert suite["definitionDigest"] == kernel.definition_digest
     for case, fact in zip(suite["cases"], facts["cases"], strict=True):
-        assert case["axes"] == {"batch_size": fact["batch_size"], "seq_len": fact["seq_len"]}
+        # The case's variable axes are the facts'; the source lists the constant ones too.
+        assert case["axes"] == {"batch_size": fact["batch_size"], "seq_len": fact["seq_len"], **facts["const_axes"]}
         assert case["sourceNative"] == {"sol_ms": fact["sol_ms_b200"], "baseline_latency_ms": fact["baseline_latency_ms_b200"]}
 
 
