@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import io
 import os
 import random
@@ -34,12 +35,14 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from loaders.gpumode.cli import run_import as import_gpumode  # noqa: E402
-from loaders.sol_execbench.cli import run_import as import_sol  # noqa: E402
+from loaders.pipeline import run_import  # noqa: E402
 from store.client import DURABLE_WRITES, make_client  # noqa: E402
 from store.embedded import EmbeddedServer  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
 from tests.loaders import gpumode_synthetic, synthetic  # noqa: E402
+
+import_gpumode = functools.partial(run_import, "gpumode")
+import_sol = functools.partial(run_import, "sol-execbench")
 
 TARGETS = {"first import": 1_000, "unchanged re-import": 5_000}
 WRITES = {

@@ -1,4 +1,5 @@
-"""What we know about each source of runs: its display name and how it names a record."""
+"""Sources of runs that are not imported (our own runs): display name and how each names a
+record. Imported sources declare theirs in their loader (loaders/sources.py reads both)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ class Source:
 
 
 SOURCES = {
-    "sol-execbench": Source("sol-execbench", "NVIDIA SOL-ExecBench", "submission"),
-    "gpumode": Source("gpumode", "GPU MODE KernelBot", "leaderboard"),  # leaderboard/{board}/{user}/{gpu}
     "kernelindex": Source("kernelindex", "KernelIndex", "run"),
 }
 

@@ -1,8 +1,8 @@
 """Data on first start: what `serve` loads, idempotently, before it answers requests.
 
-- `data/snapshots/sol-execbench/`: saved SOL-ExecBench responses, imported by the loader.
-- `data/snapshots/gpumode/`: GPU MODE KernelBot rows in the datasets-server's shape (synthetic,
-  see its meta.json), imported by the loader.
+- `data/snapshots/<source>/`: saved responses of each source registered in loaders/sources.py
+  (SOL-ExecBench's; GPU MODE KernelBot rows in the datasets-server's shape, synthetic, see its
+  meta.json), imported through the pipeline (loaders/pipeline.py `import_bundled`).
 - `data/controlled/**/manifests.json`: our own harness's manifests (definitions, workloads,
   protocols, environments, implementations, runs).
 - `data/code-pins.json`: the commits holding the code of revisions published without one.
@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from loaders.manifest_files import read_manifests
+from loaders.pipeline import import_bundled
 from registry.code import PinsError, parse_pins
 from registry.dsse import keyid, load_public_key
 from server.settings import Settings
@@ -47,16 +48,7 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path) -> None:
     try:
         db = client[settings.database]
         await ensure_schema(db)
-        snapshot = data_dir / "snapshots" / "sol-execbench"
-        if snapshot.is_dir():
-            from loaders.sol_execbench.cli import run_import
-
-            await run_import(db, snapshot_dir=snapshot, console=None)
-        gpumode = data_dir / "snapshots" / "gpumode"
-        if gpumode.is_dir():
-            from loaders.gpumode.cli import run_import as import_gpumode
-
-            await import_gpumode(db, snapshot_dir=gpumode, console=None)
+        await import_bundled(db, data_dir)
         manifests = []
         for path in sorted((data_dir / "controlled").rglob("manifests.json")):
             manifests += read_manifests(path)

@@ -48,3 +48,8 @@ async def remember(db: AsyncDatabase, fingerprints: dict[str, str]) -> None:
             ],
             ordered=False,
         )
+
+
+async def has_current_runs(db: AsyncDatabase, source: str) -> bool:
+    """Whether any current run of `source` is stored (a first import has nothing to look up)."""
+    return await db.runs.find_one({"source": source, "current": True}, {"_id": 1}) is not None

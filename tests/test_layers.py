@@ -45,6 +45,12 @@ def test_the_tree_keeps_every_contract():
         ("resolvers/ids.py", "import pymongo  # noqa", "Only store speaks to MongoDB"),
         ("kernels/operations.py", "import store.client  # noqa", "kernels imports registry and client only"),
         ("store/chunks.py", "import resolvers.ids  # noqa", "Layers: each imports only the layers beneath it"),
+        (
+            "loaders/sol_execbench/loader.py",
+            "import store.client  # noqa",
+            "Source loaders never hold the database: only the import pipeline imports store",
+        ),
+        ("loaders/gpumode/parse.py", "import loaders.pipeline  # noqa", "Sources do not import the pipeline, which holds the database"),
     ],
 )
 def test_a_violation_breaks_the_build(tmp_path, module, line, broken):

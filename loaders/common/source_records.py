@@ -1,7 +1,8 @@
 """Skipping source records that are stored already, unchanged. A loader fingerprints each record:
 its own code, and everything the record's run is made from. A record whose current run carries
 the same fingerprint (store/source_records.py) would be rebuilt into the same run, so it is
-counted `unchanged` without normalizing, digesting or publishing it; only the others are built."""
+counted `unchanged` without normalizing, digesting or publishing it; only the others are built.
+A loader computes fingerprints; the pipeline (loaders/pipeline.py) alone looks them up."""
 
 from __future__ import annotations
 
@@ -11,9 +12,6 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-from store.client import Database
-from store.source_records import stored_fingerprints
 
 
 @cache
@@ -32,23 +30,3 @@ def record_fingerprint(code: bytes, *parts: Any) -> str:
     """sha256 of `code` (code_fingerprint) and the record's parts, as canonical JSON."""
     record = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(code + record.encode()).hexdigest()
-
-
-async def lookup_database(db: Database | None, source: str) -> Database | None:
-    """The database to look fingerprints up in: None when it holds no current run of `source`
-    yet (a first import: nothing can be unchanged, and no lookup need be made)."""
-    if db is None or await db.runs.find_one({"source": source, "current": True}, {"_id": 1}) is None:
-        return None
-    return db
-
-
-async def unchanged_records(
-    db: Database | None, source: str, fingerprints: dict[str, str], *, definition_digest: str | None = None
-) -> set[str]:
-    """The external ids of `fingerprints` ({externalId: fingerprint}) whose current run was made
-    from a record with that fingerprint (`definition_digest`: the one definition of all their
-    runs, for a single query). Empty without a database (a dry run builds everything)."""
-    if db is None or not fingerprints:
-        return set()
-    stored = await stored_fingerprints(db, source, list(fingerprints), definition_digest=definition_digest)
-    return {external_id for external_id, fingerprint in fingerprints.items() if stored.get(external_id) == fingerprint}

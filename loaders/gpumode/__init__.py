@@ -12,9 +12,10 @@ Steps, one module each, in the order they run:
 - `normalize` — board → OperationSpec; the cases' `spec` → WorkloadSuite; GPU →
                 ExecutionEnvironment; KernelBot's harness and ranking rule → BenchmarkProtocol;
                 each user's best submission per board and GPU → ImplementationRevision + BenchmarkRun
-- `publish`   — a run as a `store.publish.Bundle` (batching: `loaders.common.publish`)
+- `loader`    — the steps as the import pipeline (loaders/pipeline.py) runs them; the pipeline
+                looks up unchanged records and publishes (snapshots first, then runs in batches)
 
-`cli.run_import` strings them together and `report` prints what happened.
+`report` prints what happened.
 """
 
 SOURCE = "gpumode"

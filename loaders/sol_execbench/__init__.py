@@ -8,9 +8,10 @@ Steps, one module each, in the order they run:
 - `parse`     — pydantic models of the fields we use; strict about those, blind to the rest
 - `normalize` — kernel → OperationSpec + WorkloadSuite; submission → ImplementationRevision +
                 BenchmarkRun, plus the shared BenchmarkProtocol and ExecutionEnvironment
-- `publish`   — source snapshots, then runs in batches through `store.publish.publish_many`
+- `loader`    — the steps as the import pipeline (loaders/pipeline.py) runs them; the pipeline
+                looks up unchanged records and publishes (snapshots first, then runs in batches)
 
-`cli.run_import` strings them together and `report` prints what happened.
+`report` prints what happened.
 """
 
 SOURCE = "sol-execbench"

@@ -11,7 +11,7 @@ import strawberry
 from strawberry.scalars import JSON
 from strawberry.types.nodes import SelectedField
 
-from registry.sources import external_reference, source_title
+from loaders.sources import external_reference, source_title
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.cost_limit import PAGE

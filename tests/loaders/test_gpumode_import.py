@@ -4,18 +4,23 @@ two submissions of one user, ties), then ranks, per-case statistics and re-impor
 
 from __future__ import annotations
 
+import functools
 import io
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from loaders.gpumode.cli import import_command, run_import
+from loaders import pipeline
 from loaders.gpumode.fetch import HttpSource, SourceUnreachable
 from store.embedded import free_port
 from tests.command import kernelindex
 from tests.loaders import gpumode_synthetic as synthetic
 from tests.loaders.datasets_server import DatasetsServer
+
+# the pipeline runs the registered source (loaders/sources.py)
+run_import = functools.partial(pipeline.run_import, "gpumode")
+import_command = functools.partial(pipeline.import_command, "gpumode")
 
 FP8, MOE, GEMV = 9399, 9430, 9595
 BASE = [20_000.0, 45_000.0, 90_000.0, 160_000.0]  # ns per case

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import io
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from loaders.sol_execbench.cli import import_command, run_import
+from loaders import pipeline
 from loaders.sol_execbench.fetch import HttpSource, SourceUnreachable
 from store.embedded import free_port
 from tests.loaders import synthetic
 from tests.loaders.http_server import SnapshotServer
+
+# the pipeline runs the registered source (loaders/sources.py)
+run_import = functools.partial(pipeline.run_import, "sol-execbench")
+import_command = functools.partial(pipeline.import_command, "sol-execbench")
 
 KERNEL = 901
 FIRST = 500_000

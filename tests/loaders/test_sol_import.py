@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from pathlib import Path
@@ -10,9 +11,13 @@ import pytest
 from pymongo import monitoring
 from rich.console import Console
 
-from loaders.sol_execbench.cli import import_command, run_import
+from loaders import pipeline
 from store.client import make_client
 from tests.loaders import synthetic
+
+# the pipeline runs the registered source (loaders/sources.py)
+run_import = functools.partial(pipeline.run_import, "sol-execbench")
+import_command = functools.partial(pipeline.import_command, "sol-execbench")
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = REPO / "data" / "snapshots" / "sol-execbench"

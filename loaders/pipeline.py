@@ -1,0 +1,215 @@
+"""The import pipeline: every source's discover → fetch → parse → normalize, then publish.
+
+    report = await run_import("sol-execbench", db, snapshot_dir=..., base_url=..., limit=...,
+                              dry_run=..., console=Console(), kernels=[51])
+    exit_code = await import_command("gpumode", db, snapshot_dir=..., leaderboards=[...])
+
+A source is a `SourceLoader` (loaders/common/source.py) registered in loaders/sources.py; the
+command line (`kernelindex import SOURCE`), `serve`'s start-up data and the docs read that
+registry. The pipeline is the only part of an import that holds the database: the source reads
+and parses its responses, the pipeline looks up which records' current runs carry the same
+fingerprint (those are `unchanged` without being built), has the source normalize the others,
+and writes each batch — source snapshots first, then the runs through `store.publish.publish_many`
+(all-or-nothing per run, idempotent, superseding a changed record's current run). Batches close
+at record-group boundaries (a kernel, a board) once they hold `batch_size` runs, so a comparison
+group is re-ranked once. A bad unit, page or record is reported and the rest goes on; a source
+that stops answering (`SourceUnreachable`) ends the import after what was read whole is kept.
+With `dry_run` nothing is written and the database is not even touched.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from loaders.common.http import Response, SourceUnreachable
+from loaders.common.progress import import_progress
+from loaders.common.report import ImportReport, timed_import
+from loaders.common.source import RecordGroup, Rejected, RunManifests, Skipped, SourceLoader
+from loaders.sources import get
+from registry.digest import sha256_digest
+from store.bundle import Bundle
+from store.client import Database
+from store.publish import publish_many
+from store.snapshots import save_snapshots
+from store.source_records import has_current_runs, remember, stored_fingerprints
+
+
+@dataclass
+class Batch:
+    """Responses and runs written together (snapshots first)."""
+
+    responses: list[Response] = field(default_factory=list)
+    runs: list[RunManifests] = field(default_factory=list)
+
+
+def _bundle(item: RunManifests) -> Bundle:
+    return Bundle(
+        run=item.run,
+        definition=item.definition,
+        workload=item.workload,
+        protocol=item.protocol,
+        environment=item.environment,
+        implementation=item.implementation,
+        source_record=item.source_record,
+    )
+
+
+class _Import:
+    """One import's database side: fingerprint lookups, building, batching, writing."""
+
+    def __init__(self, loader: SourceLoader, db: Database | None, report: ImportReport, batch_size: int):
+        self.loader, self.db, self.report, self.batch_size = loader, db, report, batch_size
+        self.batch = Batch()
+        self.lookup: Database | None = None
+
+    async def start(self) -> None:
+        # A first import (no current run of this source yet): nothing can be unchanged, no lookups.
+        if not self.report.dry_run and await has_current_runs(self.db, self.loader.key):
+            self.lookup = self.db
+
+    async def unchanged(self, group: RecordGroup) -> set[str]:
+        """The external ids of the group whose current run was made from the same record."""
+        if self.lookup is None or not group.records:
+            return set()
+        wanted = {r.external_id: r.fingerprint for r in group.records}
+        stored = await stored_fingerprints(self.lookup, self.loader.key, list(wanted), definition_digest=group.definition_digest)
+        return {external_id for external_id, fingerprint in wanted.items() if stored.get(external_id) == fingerprint}
+
+    async def build(self, groups: Sequence[RecordGroup]) -> None:
+        """Each record as a run, unless it is unchanged; a batch is written once it is full."""
+        report, loader = self.report, self.loader
+        for group in groups:
+            unchanged = await self.unchanged(group)
+            for record in group.records:
+                if record.external_id in unchanged:
+                    report.unchanged += 1
+                else:
+                    try:
+                        self.batch.runs.append(loader.normalize(record))
+                    except Rejected as error:
+                        report.reject(record.label, str(error))
+                        continue
+                    except Skipped as error:
+                        report.skip(record.label, str(error))
+                        continue
+                report.parsed += 1
+                loader.counted(report, record)
+            if len(self.batch.runs) >= self.batch_size:
+                await self.flush()
+
+    async def flush(self) -> None:
+        """Write the batch: its snapshots, then its runs, counting outcomes. In a dry run, only count."""
+        batch, report, self.batch = self.batch, self.report, Batch()
+        report.snapshots_seen += len({sha256_digest(r.body) for r in batch.responses})
+        if report.dry_run:
+            return
+        started = time.perf_counter()
+        responses = [(r.url, r.fetched_at, r.body, r.status) for r in batch.responses]
+        report.snapshots_saved += await save_snapshots(self.db, source=self.loader.key, responses=responses)
+        report.phase_seconds["write snapshots"] += time.perf_counter() - started
+        started = time.perf_counter()
+        if batch.runs:
+            bundles = [_bundle(item) for item in batch.runs]
+            outcomes = await publish_many(self.db, bundles)
+            for outcome in outcomes:
+                setattr(report, outcome.status, getattr(report, outcome.status) + 1)
+            # A run rebuilt and found unchanged (the loader's code changed) gets the new
+            # fingerprint, so the next import skips it.
+            await remember(
+                self.db, {o.run_digest: b.source_record for o, b in zip(outcomes, bundles) if o.status == "unchanged" and b.source_record}
+            )
+        report.phase_seconds["publish_many"] += time.perf_counter() - started
+
+
+def _loader(source: str | SourceLoader) -> SourceLoader:
+    return get(source) if isinstance(source, str) else source
+
+
+async def run_import(
+    source_key: str | SourceLoader,
+    db: Database | None,
+    *,
+    snapshot_dir: Path | None = None,
+    base_url: str | None = None,
+    limit: int | None = None,
+    dry_run: bool = False,
+    console: Console | None = None,
+    source: Any = None,
+    batch_size: int | None = None,
+    **selection: Any,
+) -> ImportReport:
+    """Import one registered source from its live API (`base_url`, default the source's) or a
+    snapshot directory; `selection`: the source's own options (e.g. `kernels=[51]`); `limit`: at
+    most this many records per unit. Raises the source's `fatal` errors when nothing can be
+    imported (its index unreachable or unusable); everything smaller is in the report."""
+    loader = _loader(source_key)
+    if db is None and not dry_run:
+        raise ValueError("a database is needed unless dry_run")
+    show_progress = console is not None  # no console (e.g. `serve`'s bootstrap): quiet
+    console = console or Console(stderr=True)
+    source = source or loader.open(snapshot_dir, base_url)
+    report = loader.new_report(source.describe(), dry_run)
+    job = _Import(loader, db, report, batch_size or loader.batch_size)
+    async with timed_import(source, report):
+        found = await loader.discover(source, report, **selection)
+        job.batch.responses += found.responses
+        await job.start()
+        with import_progress(console, loader.unit, show=show_progress) as progress:
+            task = progress.add_task(loader.title, total=len(found.units), runs=0)
+            for position, unit in enumerate(found.units):
+                label = loader.unit_label(unit)
+                progress.update(task, description=label)
+                reader = loader.reader(unit, found, report, limit)
+                try:
+                    async for fetched in reader.fetch(source):
+                        if fetched.response is not None:
+                            job.batch.responses.append(fetched.response)
+                        if fetched.error is not None:
+                            report.reject(fetched.subject, fetched.error)
+                            continue
+                        reader.parse(fetched)
+                except SourceUnreachable as error:
+                    # Keep what is complete (whole records), report the rest, stop asking.
+                    rest = len(found.units) - position - 1
+                    report.reject(label + (f" and the {rest} {loader.unit} after it" if rest else ""), f"source unreachable: {error}")
+                    await job.build(reader.groups())
+                    break
+                reader.done()
+                await job.build(reader.groups())
+                progress.update(task, advance=1, runs=loader.progress_runs(report))
+            await job.build(loader.finish(found, report))
+            await job.flush()
+            progress.update(task, description=loader.title, runs=loader.progress_runs(report))
+    return report
+
+
+async def import_command(source_key: str | SourceLoader, db: Database | None, *, console: Console | None = None, **options: Any) -> int:
+    """What `kernelindex import SOURCE` runs: the import, then its report. Exit code: 0 all
+    imported, 1 some records rejected (each reported), 2 nothing could be imported (one
+    `error`-styled line naming why)."""
+    loader = _loader(source_key)
+    console = console or Console()
+    try:
+        report = await run_import(loader, db, console=console, **options)
+    except loader.fatal as error:
+        console.print(f"[bold red]{loader.title} import failed:[/bold red] {error}")
+        return 2
+    loader.print_report(report, console)
+    return 1 if report.rejected else 0
+
+
+async def import_bundled(db: Database, data_dir: Path) -> None:
+    """`serve`'s start-up data: every registered source whose folder under `data_dir` exists
+    (data/snapshots/KEY/ unless the loader names another), quietly and idempotently."""
+    from loaders.sources import loaders
+
+    for loader in loaders():
+        folder = data_dir / (loader.bundled or f"snapshots/{loader.key}")
+        if folder.is_dir():
+            await run_import(loader, db, snapshot_dir=folder, console=None)
