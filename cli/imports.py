@@ -40,7 +40,7 @@ def register(sub) -> None:
                 type=option.type,
                 action="append" if option.repeat else "store",
                 default=None,
-                metavar=option.metavar,
+                metavar=option.metavar or option.flag.lstrip("-").upper(),
                 help=f"{source.key}: {option.help}",
             )
     limits = "; ".join(f"{s.key}: {s.limit_help}" for s in sources)
