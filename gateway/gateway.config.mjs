@@ -6,13 +6,34 @@
 //   benchmarkJobUpdated) is passed on.
 // - Every path but /graphql (and the gateway's own health checks) goes to the web process
 //   (pages, GraphiQL, static files) at KERNELINDEX_WEB_URL; /healthz answers "ok" here.
+import { maxAliasesPlugin } from "@escape.tech/graphql-armor-max-aliases";
+import { maxDepthPlugin } from "@escape.tech/graphql-armor-max-depth";
+import { maxDirectivesPlugin } from "@escape.tech/graphql-armor-max-directives";
+import { maxTokensPlugin } from "@escape.tech/graphql-armor-max-tokens";
 import { defineConfig } from "@graphql-hive/gateway";
-import { GraphQLError } from "graphql";
+import { GraphQLError, Kind, visit } from "graphql";
+import http from "node:http";
 import { WebSocketServer } from "ws";
 
+// The subgraphs' query limits (server/settings.py, the one source: `serve` passes
+// Settings.query_limits() as KERNELINDEX_QUERY_LIMITS). These defaults are the same numbers
+// (tests/federation/test_edge_limits.py checks it), for a gateway started without it (deploy/).
+export const DEFAULT_LIMITS = {
+  maxDepth: 12,
+  maxTokens: 4000,
+  maxAliases: 30,
+  maxDirectives: 50,
+  maxFragments: 100,
+  maxFields: 500,
+  maxBodyBytes: 1048576,
+  requestDeadlineMs: 30000,
+};
+export const LIMITS = { ...DEFAULT_LIMITS, ...JSON.parse(process.env.KERNELINDEX_QUERY_LIMITS || "{}") };
+// Browser origins allowed to call /graphql (CORS); none unless KERNELINDEX_CORS_ORIGINS names them.
+export const CORS_ORIGINS = (process.env.KERNELINDEX_CORS_ORIGINS ?? "").split(",").map((o) => o.trim()).filter(Boolean);
+
 const GATEWAY_PATHS = new Set(["/graphql", "/healthcheck", "/readiness"]);
-// Hop-by-hop headers and the ones fetch() recomputes are not passed on.
-const DROPPED_REQUEST_HEADERS = ["host", "connection", "keep-alive", "transfer-encoding", "content-length"];
+// Hop-by-hop headers and the ones fetch() recomputes are not passed back to the client.
 const DROPPED_RESPONSE_HEADERS = ["connection", "keep-alive", "transfer-encoding", "content-encoding", "content-length"];
 
 // At most this many subscriptions at once on one client connection (the subgraphs do not limit
@@ -55,7 +76,7 @@ function limitSubscriptionsPerConnection(limit) {
 
 // The subgraphs' bound on an HTTP request body and on a WebSocket message (server/settings.py
 // max_body_bytes, enforced there by server/request_body.py and uvicorn's ws_max_size).
-const MAX_BODY_BYTES = 1048576;
+const MAX_BODY_BYTES = LIMITS.maxBodyBytes;
 
 // Every request body is read up to the limit, Content-Length or not (a chunked body is counted as
 // it arrives), and refused past it with the subgraphs' 413 and code; a body within it is handed on.
@@ -135,23 +156,275 @@ function costLimitCode() {
   };
 }
 
-function forwardPagesTo(webUrl) {
+// The request target a page is forwarded with: a path that starts with a single "/" (then its
+// query), from the raw request line where Node gives it. Anything else is refused (null): a
+// network-path reference ("//host/...", "/\\host", "//user@host", "///host") would replace the
+// web process's host when resolved against its URL, and an absolute form ("GET http://host/")
+// names another host outright; the gateway forwards to the web process only.
+function pageTarget(rawTarget) {
+  if (typeof rawTarget !== "string" || !rawTarget.startsWith("/")) return null;
+  if (rawTarget[1] === "/" || rawTarget[1] === "\\" || rawTarget.includes("\\")) return null;
+  return rawTarget;
+}
+
+// A request whose target is not such a path is answered 404 by Node's server itself, before Hive
+// Gateway builds a URL of it (an absolute form would make that URL fail, with a 500 and a stack
+// trace for the client; "//host" forms would name another host).
+function refuseForeignTargets() {
+  const emit = http.Server.prototype.emit;
+  if (emit.refusesForeignTargets) return;
+  http.Server.prototype.emit = Object.assign(
+    function (event, request, response, ...rest) {
+      if (event === "request" && pageTarget(request.url) === null) {
+        response.writeHead(404, { "content-type": "text/plain", connection: "close" });
+        response.end("not found");
+        return true;
+      }
+      return emit.call(this, event, request, response, ...rest);
+    },
+    { refusesForeignTargets: true },
+  );
+}
+refuseForeignTargets();
+
+// Headers never sent to the web process: hop-by-hop ones (RFC 9110 7.6.1, and any the client's
+// Connection header names), the ones fetch() recomputes, and the client's credentials (the pages
+// are built from public GraphQL answers; a key or cookie has no business there).
+const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "proxy-authorization", "proxy-authenticate", "te", "trailer", "transfer-encoding", "upgrade"];
+const NEVER_FORWARDED = [...HOP_BY_HOP, "host", "content-length", "authorization", "cookie"];
+
+function forwardedHeaders(incoming, fetchAPI) {
+  const headers = new fetchAPI.Headers(incoming);
+  const named = (incoming.get("connection") ?? "").split(",").map((name) => name.trim().toLowerCase()).filter(Boolean);
+  for (const name of [...NEVER_FORWARDED, ...named]) headers.delete(name);
+  headers.set("x-forwarded-host", incoming.get("host") ?? "");
+  return headers;
+}
+
+// Fields and fragment definitions of a document, counted right after it is parsed (the token
+// limit has bounded its size), before validation: graphql-js's overlapping-fields check is
+// quadratic in the fields of one selection, and the planner's work grows with them.
+function limitDocumentSize({ maxFields, maxFragments }) {
   return {
-    async onRequest({ request, url, endResponse, fetchAPI }) {
+    onParse() {
+      return ({ result, replaceParseResult }) => {
+        if (result == null || result instanceof Error) return;
+        let fields = 0;
+        let fragments = 0;
+        visit(result, {
+          [Kind.FIELD]() {
+            fields += 1;
+          },
+          [Kind.FRAGMENT_DEFINITION]() {
+            fragments += 1;
+          },
+        });
+        const over =
+          fields > maxFields
+            ? `the document has ${fields} fields; at most ${maxFields}`
+            : fragments > maxFragments
+              ? `the document defines ${fragments} fragments; at most ${maxFragments}`
+              : null;
+        if (over) replaceParseResult(new GraphQLError(over, { extensions: { code: "GRAPHQL_VALIDATION_FAILED" } }));
+      };
+    },
+  };
+}
+
+// The parser and validation limits, applied before any planning, with the subgraphs' numbers.
+// graphql-armor's errors carry no code: codeEveryError() gives them the subgraphs' codes.
+function queryLimits(limits) {
+  // The validation rules report their refusal as a validation error (by default they throw it,
+  // which bypasses the rest of validation and its error handling).
+  const reported = { propagateOnRejection: false, onReject: [(context, error) => context?.reportError(error)] };
+  return [
+    maxTokensPlugin({ n: limits.maxTokens }),
+    limitDocumentSize(limits),
+    // graphql-armor counts the root field as level 1, Strawberry's limiter (graphql-depth-limit)
+    // as 0: the same documents pass both with this n.
+    maxDepthPlugin({
+      ...reported,
+      n: limits.maxDepth + 1,
+      flattenFragments: true,
+      exposeLimits: false,
+      errorMessage: `the query is deeper than the maximum depth of ${limits.maxDepth} below its root fields`,
+    }),
+    maxAliasesPlugin({ ...reported, n: limits.maxAliases, allowList: [] }),
+    maxDirectivesPlugin({ ...reported, n: limits.maxDirectives }),
+  ];
+}
+
+// A hard end-to-end bound on one HTTP request to /graphql (WebSocket subscriptions are long-lived
+// by design and bounded per connection instead): past it the client gets a coded 504 and the
+// request's signal is aborted, which cancels its subgraph requests.
+function requestDeadline(ms) {
+  return {
+    onRequest({ request, url, requestHandler, setRequestHandler, fetchAPI }) {
+      if (url.pathname !== "/graphql") return;
+      const deadline = new AbortController();
+      Object.defineProperty(request, "signal", { value: AbortSignal.any([request.signal, deadline.signal]) });
+      const late = () =>
+        new fetchAPI.Response(
+          JSON.stringify({ errors: [{ message: `the request took longer than the deadline of ${ms / 1000} s`, extensions: { code: "DEADLINE_EXCEEDED" } }] }),
+          { status: 504, headers: { "content-type": "application/json" } },
+        );
+      setRequestHandler((req, ctx) =>
+        new Promise((resolve, reject) => {
+          const timer = setTimeout(() => {
+            deadline.abort(new Error("deadline exceeded"));
+            resolve(late());
+          }, ms);
+          Promise.resolve()
+            .then(() => requestHandler(req, ctx))
+            .then(
+              (response) => {
+                clearTimeout(timer);
+                resolve(response);
+              },
+              (error) => {
+                clearTimeout(timer);
+                reject(error);
+              },
+            );
+        }),
+      );
+    },
+  };
+}
+
+// /readiness (what deploy/ probes) is 200 only while every subgraph answers its /healthz, which
+// pings the database, within the time below: a stalled database or subgraph makes it 503 with
+// the reasons, and it is 200 again once they answer. KERNELINDEX_HEALTH_URLS lists them (`serve`
+// sets it); without it, Hive Gateway's own check (the supergraph is loaded) is all.
+const HEALTH_URLS = (process.env.KERNELINDEX_HEALTH_URLS ?? "").split(",").filter(Boolean);
+const READINESS_TIMEOUT_MS = 2000;
+
+function readinessChecks(urls, timeoutMs) {
+  return {
+    async onRequest({ url, endResponse, fetchAPI }) {
+      if (url.pathname !== "/readiness" || urls.length === 0) return;
+      const failures = [];
+      await Promise.all(
+        urls.map(async (healthUrl) => {
+          try {
+            const response = await fetchAPI.fetch(healthUrl, { signal: AbortSignal.timeout(timeoutMs) });
+            await response.arrayBuffer();
+            if (response.status !== 200) failures.push(`${healthUrl}: HTTP ${response.status}`);
+          } catch (error) {
+            failures.push(`${healthUrl}: ${error?.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : String(error?.message ?? error)}`);
+          }
+        }),
+      );
+      if (failures.length) {
+        endResponse(
+          new fetchAPI.Response(JSON.stringify({ ready: false, failures }), { status: 503, headers: { "content-type": "application/json" } }),
+        );
+      }
+    },
+  };
+}
+
+// One transport for subscriptions: WebSocket (graphql-transport-ws), where the per-connection
+// limits apply. Over HTTP (SSE, multipart, or plain) a subscription is refused as the subgraphs
+// refuse it.
+function subscriptionsOverWebSocketOnly() {
+  return {
+    onSubscribe({ args, setResultAndStopExecution }) {
+      if (args.contextValue?.socket) return;
+      const message = "subscriptions are served over WebSocket (graphql-transport-ws) at /graphql, not over HTTP";
+      setResultAndStopExecution({ errors: [new GraphQLError(message, { extensions: { code: "WEBSOCKET_REQUIRED" } })] });
+    },
+  };
+}
+
+// The query planner renames a field it fetches twice (`_v2_comparisonGroup`); an error's path
+// names the client's response keys instead.
+const PLANNER_ALIAS = /^_v\d+_(.+)$/;
+
+// graphql-armor's validation rules word their refusals as syntax errors.
+const ARMOR_VALIDATION = /^Syntax Error: (?=the query is deeper|Aliases limit|Directives limit)/;
+
+function codeFor(error) {
+  const message = String(error.message ?? "");
+  if (ARMOR_VALIDATION.test(message)) return "GRAPHQL_VALIDATION_FAILED";
+  if (message.startsWith("Syntax Error")) return "GRAPHQL_PARSE_FAILED";
+  if (message.startsWith("Variable \"$")) return "BAD_USER_INPUT";
+  if (error.path == null) return "GRAPHQL_VALIDATION_FAILED";
+  return "INTERNAL_SERVER_ERROR";
+}
+
+// Every error the gateway answers with has extensions.code, and a path in the client's terms.
+function codeEveryError() {
+  const fix = (error, fallback, rewrite = false) => {
+    if (error == null || typeof error !== "object") return error;
+    const path = Array.isArray(error.path) ? error.path.map((key) => (typeof key === "string" ? key.replace(PLANNER_ALIAS, "$1") : key)) : error.path;
+    const code = error.extensions?.code;
+    if (typeof code === "string" && path === error.path && !rewrite) return error;
+    return new GraphQLError(String(error.message).replace(ARMOR_VALIDATION, ""), {
+      nodes: error.nodes,
+      source: error.source,
+      positions: error.positions,
+      path,
+      originalError: error.originalError,
+      extensions: { ...error.extensions, code: typeof code === "string" ? code : (fallback ?? codeFor(error)) },
+    });
+  };
+  const fixResult = (result) => {
+    if (result && Array.isArray(result.errors)) result.errors = result.errors.map((error) => fix(error));
+    if (result && Array.isArray(result.incremental)) result.incremental.forEach(fixResult);
+  };
+  // An error of execution without a path was raised before any field ran: coercing the
+  // client's variables (a string for an Int), which is the client's input, as in the subgraphs.
+  const inputErrors = (result) => {
+    for (const error of result?.errors ?? []) {
+      if (error.path == null && typeof error.extensions?.code !== "string") {
+        error.extensions = { ...error.extensions, code: "BAD_USER_INPUT" };
+      }
+    }
+  };
+  return {
+    // Validation's refusals (graphql-js's rules and graphql-armor's) are coded as such here,
+    // before they can be taken for input errors.
+    onValidate() {
+      return ({ result, setResult }) => {
+        if (!Array.isArray(result) || result.length === 0) return;
+        setResult(result.map((error) => fix(error, "GRAPHQL_VALIDATION_FAILED", true)));
+      };
+    },
+    onExecutionResult({ result }) {
+      if (Array.isArray(result)) result.forEach(inputErrors);
+      else if (result && typeof result[Symbol.asyncIterator] !== "function") inputErrors(result);
+    },
+    onResultProcess({ result }) {
+      if (Array.isArray(result)) result.forEach(fixResult);
+      else if (result && typeof result[Symbol.asyncIterator] !== "function") fixResult(result);
+    },
+  };
+}
+
+function forwardPagesTo(webUrl) {
+  const webOrigin = webUrl ? new URL(webUrl).origin : null;
+  return {
+    async onRequest({ request, url, serverContext, endResponse, fetchAPI }) {
       if (GATEWAY_PATHS.has(url.pathname)) return;
       if (url.pathname === "/healthz") {
         endResponse(new fetchAPI.Response("ok", { headers: { "content-type": "text/plain" } }));
         return;
       }
-      if (!webUrl) return;
-      const headers = new fetchAPI.Headers(request.headers);
-      for (const name of DROPPED_REQUEST_HEADERS) headers.delete(name);
-      headers.set("x-forwarded-host", request.headers.get("host") ?? "");
-      const init = { method: request.method, headers, redirect: "manual" };
+      if (!webOrigin) return;
+      // Node's raw request target (the URL Hive Gateway builds from it has already been resolved).
+      const raw = serverContext?.req?.url ?? url.pathname + url.search;
+      const target = pageTarget(raw);
+      const upstreamUrl = target === null ? null : new URL(webOrigin + target);
+      if (upstreamUrl === null || upstreamUrl.origin !== webOrigin) {
+        endResponse(new fetchAPI.Response("not found", { status: 404, headers: { "content-type": "text/plain" } }));
+        return;
+      }
+      const init = { method: request.method, headers: forwardedHeaders(request.headers, fetchAPI), redirect: "manual" };
       if (request.method !== "GET" && request.method !== "HEAD") init.body = await request.arrayBuffer();
       let upstream;
       try {
-        upstream = await fetchAPI.fetch(new URL(url.pathname + url.search, webUrl), init);
+        upstream = await fetchAPI.fetch(upstreamUrl, init);
       } catch {
         endResponse(new fetchAPI.Response("the web process is not answering", { status: 502 }));
         return;
@@ -191,11 +464,21 @@ export const gatewayConfig = defineConfig({
   // The subgraphs' cost limit (resolvers/cost_limit.py: MAX_COST, DEFAULT_LIST_SIZE), applied
   // here too, to each subgraph request the plan makes, before it is sent.
   demandControl: { maxCost: MAX_COST, listSize: DEFAULT_LIST_SIZE },
+  // Each subgraph request is bounded by the deadline too (its own, in case the client's is not).
+  upstreamTimeout: LIMITS.requestDeadlineMs,
+  // CORS only for the configured origins, never with credentials (the API authenticates with a
+  // bearer key, not cookies); without KERNELINDEX_CORS_ORIGINS no cross-origin access at all.
+  cors: CORS_ORIGINS.length ? { origin: CORS_ORIGINS, credentials: false, methods: ["GET", "POST"] } : false,
   plugins: () => [
+    readinessChecks(HEALTH_URLS, READINESS_TIMEOUT_MS),
     limitRequestBodies(MAX_BODY_BYTES),
     forwardPagesTo(process.env.KERNELINDEX_WEB_URL),
+    requestDeadline(LIMITS.requestDeadlineMs),
+    ...queryLimits(LIMITS),
+    subscriptionsOverWebSocketOnly(),
     limitSubscriptionsPerConnection(MAX_SUBSCRIPTIONS_PER_CONNECTION),
     costLimitCode(),
+    codeEveryError(),
   ],
   maskedErrors: { maskError: keepSubgraphCodes },
 });

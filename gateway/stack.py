@@ -115,7 +115,13 @@ class Stack:
                 "--port",
                 str(self.port),
             ],
-            {**env, "KERNELINDEX_WEB_URL": f"http://{LOOPBACK}:{web_port}"},
+            {
+                **env,
+                **self.settings.gateway_env(),
+                "KERNELINDEX_WEB_URL": f"http://{LOOPBACK}:{web_port}",
+                # /readiness asks each subgraph's /healthz (which pings the database).
+                "KERNELINDEX_HEALTH_URLS": ",".join(u.removesuffix("/graphql") + "/healthz" for u in self.subgraph_urls.values()),
+            },
         )
         self._wait_http("the web process", f"http://{LOOPBACK}:{web_port}/static/site.css")
         self._wait_http("Hive Gateway", f"http://{self.internal_host}:{self.port}/readiness")

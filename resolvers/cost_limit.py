@@ -55,6 +55,20 @@ MUTATION_COST = 10
 PAGE = ListSize(slicing_arguments=["first"], sized_fields=["edges", "nodes"], require_one_slicing_argument=False)
 
 
+# Bytes count too: a large JSON value (a manifest, a source's raw block, aggregates) or a list of
+# raw samples costs about one unit per KiB it typically carries, instead of 0 as any scalar. A
+# run's manifest in the bundled data is 17-19 KB (`{ runs(first: 20) { nodes { manifest } } }`
+# answers 370 KB), so 30 aliases of 100 manifests (15 MB) are refused before they are built; the
+# largest answer within MAX_COST is about 5 MB.
+MANIFEST_KIB = 16
+SMALL_JSON_KIB = 2
+
+
+def weighs(kib: int) -> list[Cost]:
+    """The directives of a field whose value is about `kib` KiB."""
+    return [Cost(weight=kib)]
+
+
 def assumed_size(size: int) -> ListSize:
     """A list without a page argument whose length is bounded by the data (cases of a run)."""
     return ListSize(assumed_size=size)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from graphql import GraphQLError, GraphQLSyntaxError
 
+from store.client import unavailable
+
 
 class ClientError(Exception):
     """An expected failure with a message that is safe and useful to show."""
@@ -19,6 +21,8 @@ def should_mask(error: GraphQLError) -> bool:
     original = error.original_error
     if original is None:
         return False  # syntax and validation errors (depth, tokens, aliases) are the client's
+    if unavailable(original) is not None:
+        return False  # the database is down or full: said with a code (add_code), not masked
     if error.path is None and isinstance(original, (GraphQLError, TypeError, ValueError)):
         # Raised before execution, while coercing the client's variables (a float for an ID,
         # a string for an Int): the message describes the client's input.
@@ -30,6 +34,10 @@ def add_code(error: GraphQLError) -> None:
     """Give a refusal graphql-core made its code: syntax GRAPHQL_PARSE_FAILED, validation
     (depth, aliases, unknown fields) GRAPHQL_VALIDATION_FAILED, a variable of the wrong type
     BAD_USER_INPUT. Errors that carry a code, and masked ones, are left as they are."""
+    if (down := unavailable(error.original_error)) is not None:
+        error.extensions = {**(error.extensions or {}), "code": down[0]}
+        error.message = down[1]
+        return
     if (error.extensions or {}).get("code") or should_mask(error):
         return
     if isinstance(error, GraphQLSyntaxError):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 from typing import Any
 
 import httpx
+from graphql import GraphQLError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -14,6 +16,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp
 from strawberry.asgi import GraphQL
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.types import ExecutionResult
 
 from resolvers.context import Context
 from resolvers.dataloaders import Loaders
@@ -22,10 +25,12 @@ from server.request_body import RequestBodyGuard
 from server.schema import build_schema
 from server.settings import Settings
 from server.websocket import MAX_SUBSCRIPTIONS_PER_CONNECTION, SubscriptionLimitHandler
-from store.client import make_client
+from store.client import DB_TIMEOUT_S, database_timeout, make_client
 from store.event_stream import EventHub
 from store.schema import ensure_schema
 from web import create_web_app
+
+HEALTH_TIMEOUT_S = 1.5  # under the gateway's readiness wait (2 s)
 
 
 class KernelIndexGraphQL(GraphQL):
@@ -57,6 +62,20 @@ class KernelIndexGraphQL(GraphQL):
             principal=principal,
             key_presented=presented,
         )
+
+    async def execute_operation(self, request, request_adapter, request_data, context, root_value, sub_response):
+        # A hard bound on one HTTP operation (Settings.request_deadline_s, as at the gateway);
+        # the database calls under it have their own timeouts (store.client.make_client).
+        deadline = self.settings.request_deadline_s
+        try:
+            # Each database call of the operation is bounded too: a stalled database fails it with
+            # DATABASE_UNAVAILABLE (resolvers/errors.py) well before the deadline.
+            with database_timeout(min(DB_TIMEOUT_S, deadline)):
+                async with asyncio.timeout(deadline):
+                    return await super().execute_operation(request, request_adapter, request_data, context, root_value, sub_response)
+        except TimeoutError:
+            error = GraphQLError(f"the request took longer than the deadline of {deadline:g} s", extensions={"code": "DEADLINE_EXCEEDED"})
+            return ExecutionResult(data=None, errors=[error])
 
     async def on_ws_connect(self, context: Context):
         # A WebSocket may authenticate in connection_init instead of a header.
@@ -97,7 +116,14 @@ def create_app(
             await client.close()
 
     async def healthz(request: Request) -> Any:
-        await request.app.state.db.command("ping")
+        # What the gateway's /readiness asks: 503 (not a hang, not a traceback) while the
+        # database does not answer a ping within HEALTH_TIMEOUT_S.
+        try:
+            async with asyncio.timeout(HEALTH_TIMEOUT_S):
+                await request.app.state.db.command("ping")
+        except Exception as error:  # noqa: BLE001 (any failure of the ping: not ready)
+            reason = "no answer" if isinstance(error, TimeoutError) else type(error).__name__
+            return PlainTextResponse(f"the database is unavailable: {reason}", status_code=503)
         return PlainTextResponse("ok")
 
     app = Starlette(lifespan=lifespan)

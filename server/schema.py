@@ -37,6 +37,7 @@ from resolvers.registry.mutation import Mutation as RegistryMutation
 from resolvers.registry.query import Query as RegistryQuery
 from resolvers.registry.subscription import Subscription as RegistrySubscription
 from resolvers.types.common import LONG_SCALAR, Long
+from server.query_limits import document_limits
 from server.settings import Settings
 from server.websocket import SubscriptionsOverWebSocket
 
@@ -102,6 +103,7 @@ def build_schema(settings: Settings | None = None, subgraph: str | None = None) 
     rules = [
         *QueryDepthLimiter(max_depth=settings.max_depth).validation_rules,
         *MaxAliasesLimiter(max_alias_count=settings.max_aliases).validation_rules,
+        document_limits(settings.max_fields, settings.max_directives, settings.max_fragments),
     ]
     extensions = [
         lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl
 
+import pymongo
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import ConnectionFailure, PyMongoError
+from pymongo.errors import ConnectionFailure, ExecutionTimeout, OperationFailure, PyMongoError
 
 DEFAULT_DATABASE = "kernelindex"
 
@@ -14,6 +15,35 @@ DEFAULT_DATABASE = "kernelindex"
 Database = AsyncDatabase
 StoreError = PyMongoError  # any failure of the database or the driver
 StoreUnreachable = ConnectionFailure  # the server could not be reached
+
+# How long the database calls of one request may take in a serving process before they fail (a
+# stalled database gives the client a coded DATABASE_UNAVAILABLE, not a hang).
+DB_TIMEOUT_S = 10.0
+
+
+def database_timeout(seconds: float):
+    """A context in which every database call fails once `seconds` have passed since it was
+    entered (the driver's client-side operation timeout, pymongo.timeout)."""
+    return pymongo.timeout(seconds)
+
+
+# What a database says when it cannot write to its storage (SecantusDB passes the OS error on).
+_STORAGE_FAILURES = ("no space left", "read-only file system", "errno 28", "errno 30", "enospc", "erofs", "disk full", "permission denied")
+
+
+def unavailable(error: BaseException) -> tuple[str, str] | None:
+    """(code, message) when `error` says the database is unavailable rather than that the
+    request is wrong: STORAGE_UNAVAILABLE (it cannot write its data: a full or read-only disk)
+    or DATABASE_UNAVAILABLE (it did not answer in time, or cannot be reached); else None."""
+    if not isinstance(error, PyMongoError):
+        return None
+    text = str(error).lower()
+    if isinstance(error, OperationFailure) and any(s in text for s in _STORAGE_FAILURES):
+        return "STORAGE_UNAVAILABLE", f"the database cannot write to its storage ({str(error)[:200]})"
+    if isinstance(error, (ConnectionFailure, ExecutionTimeout)) or "timed out" in text:
+        return "DATABASE_UNAVAILABLE", "the database did not answer in time; try again later"
+    return None
+
 
 # A write is acknowledged only once it is in the journal of a majority of the replica set (on a
 # single server: in its journal), so an acknowledged run survives a crash.

@@ -19,6 +19,7 @@ from web.groups import group_page
 from web.home import home_page
 from web.operations import operation_page
 from web.runs import run_page
+from web.security_headers import SecurityHeaders
 from web.timing import ServerTiming
 
 STATIC = Path(__file__).parent / "static"
@@ -38,7 +39,7 @@ def create_web_app(graphql_url: str, *, transport: httpx.AsyncBaseTransport | No
 
     app = Starlette(
         lifespan=lifespan,
-        middleware=[Middleware(ServerTiming)],
+        middleware=[Middleware(SecurityHeaders), Middleware(ServerTiming)],
         routes=[
             Route("/", home_page),
             Route("/groups/{id}", group_page),

@@ -10,6 +10,7 @@ from strawberry.scalars import JSON
 
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import MANIFEST_KIB, SMALL_JSON_KIB, weighs
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
 
@@ -24,9 +25,9 @@ class Attestation(Node):
     key_id: str | None
     verified: bool
     attested_at: datetime
-    measurement: JSON
-    envelope: JSON = strawberry.field(description="The DSSE envelope as submitted.")
-    manifest: JSON
+    measurement: JSON = strawberry.field(directives=weighs(SMALL_JSON_KIB))
+    envelope: JSON = strawberry.field(description="The DSSE envelope as submitted.", directives=weighs(SMALL_JSON_KIB))
+    manifest: JSON = strawberry.field(directives=weighs(MANIFEST_KIB))
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Attestation:

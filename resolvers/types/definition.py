@@ -9,7 +9,7 @@ from strawberry.scalars import JSON
 
 from resolvers import ids
 from resolvers.context import Info
-from resolvers.cost_limit import PAGE
+from resolvers.cost_limit import MANIFEST_KIB, PAGE, weighs
 from resolvers.types.connection import Connection
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
@@ -74,7 +74,7 @@ class Definition(Node):
     relations: list[DefinitionRelation]
     source: str | None
     reference_digest: str | None = strawberry.field(description="Digest of the source's reference code; the code itself is not stored.")
-    manifest: JSON
+    manifest: JSON = strawberry.field(directives=weighs(MANIFEST_KIB))
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Definition:

@@ -9,6 +9,7 @@ from strawberry.scalars import JSON
 
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import MANIFEST_KIB, weighs
 from resolvers.types.common import Label, labels_of
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
@@ -36,7 +37,7 @@ class Environment(Node):
     cuda: str | None
     os: str | None
     libraries: list[Label]
-    manifest: JSON
+    manifest: JSON = strawberry.field(directives=weighs(MANIFEST_KIB))
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Environment:

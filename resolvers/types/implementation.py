@@ -10,7 +10,7 @@ from strawberry.scalars import JSON
 from registry import architectures
 from resolvers import ids
 from resolvers.context import Info
-from resolvers.cost_limit import PAGE
+from resolvers.cost_limit import MANIFEST_KIB, PAGE, weighs
 from resolvers.types.connection import Connection
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
@@ -73,7 +73,7 @@ class Implementation(Node):
     architectures: list[str] = strawberry.field(
         description='GPU architectures the code runs on ("sm_90", "sm_100"; "sm_*" any NVIDIA GPU, "*" any device); empty for imported code we cannot run.'
     )
-    manifest: JSON
+    manifest: JSON = strawberry.field(directives=weighs(MANIFEST_KIB))
     doc: strawberry.Private[dict[str, Any]]
 
     @strawberry.field

@@ -10,6 +10,7 @@ from strawberry.scalars import JSON
 
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import MANIFEST_KIB, weighs
 from resolvers.errors import ClientError
 from resolvers.types.common import check_first, cursor_parts, encode_cursor, shown
 from resolvers.types.connection import Connection, connection
@@ -116,7 +117,9 @@ class BenchmarkJob(Node):
         doc = await info.context.loaders.runs.load(digest) if digest else None
         return Run.from_doc(doc) if doc else None
 
-    @strawberry.field(description="Everything a runner needs to execute the job (what `runner --job` reads).")
+    @strawberry.field(
+        description="Everything a runner needs to execute the job (what `runner --job` reads).", directives=weighs(MANIFEST_KIB)
+    )
     async def runner_document(self, info: Info) -> JSON:
         return await job_document(info, self.doc)
 

@@ -9,6 +9,7 @@ from strawberry.scalars import JSON
 
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import MANIFEST_KIB, weighs
 from resolvers.types.node import Node
 
 
@@ -41,7 +42,7 @@ class Protocol(Node):
     comparability_version: str
     comparability_notes: str | None
     notes: list[str]
-    manifest: JSON
+    manifest: JSON = strawberry.field(directives=weighs(MANIFEST_KIB))
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Protocol:

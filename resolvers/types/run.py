@@ -14,7 +14,7 @@ from strawberry.types.nodes import SelectedField
 from loaders.sources import external_reference, source_title
 from resolvers import ids
 from resolvers.context import Info
-from resolvers.cost_limit import PAGE
+from resolvers.cost_limit import MANIFEST_KIB, PAGE, SMALL_JSON_KIB, weighs
 from resolvers.types.attestation import Attestation
 from resolvers.types.common import (
     EvidenceLevel,
@@ -87,7 +87,7 @@ class SourceNative:
     external_reference: str = strawberry.field(description='How the source names the record, e.g. "submission/37369".')
     metrics: list[Metric]
     sol_execbench: SolExecBenchMetrics | None = strawberry.field(name="solExecBench")
-    raw: JSON = strawberry.field(description="The source-native block exactly as stored.")
+    raw: JSON = strawberry.field(description="The source-native block exactly as stored.", directives=weighs(SMALL_JSON_KIB))
 
 
 def _number(value: Any) -> float | None:
@@ -169,7 +169,7 @@ class CaseResult:
     latency: list[Measurement] = strawberry.field(
         description="The case's statistics (e.g. mean, std, err, best, worst for GPU MODE; median, p25, ... for ours)."
     )
-    samples_ns: list[Long]
+    samples_ns: list[Long] = strawberry.field(directives=weighs(SMALL_JSON_KIB))
     sample_count: int | None = strawberry.field(
         description="Timed runs behind the statistics: the raw samples' count, or the source's count when it publishes statistics only."
     )
@@ -225,7 +225,7 @@ class Run(Node):
     evidence_level: EvidenceLevel
     source_native: SourceNative | None
     artifacts: list[Artifact]
-    manifest: JSON = strawberry.field(description="The canonical manifest.")
+    manifest: JSON = strawberry.field(description="The canonical manifest.", directives=weighs(MANIFEST_KIB))
     doc: strawberry.Private[dict[str, Any]]
     # Objects a list page loaded for all its runs at once (see run_connection).
     preloaded: strawberry.Private[dict[str, Any]] = dataclasses.field(default_factory=dict)
@@ -263,7 +263,7 @@ class Run(Node):
     def measurements(self) -> list[Measurement]:
         return [_measurement(k, v) for k, v in self.doc["spec"]["timing"]["latencyNs"].items()]
 
-    @strawberry.field(description="Suite-level aggregates (controlled runs).")
+    @strawberry.field(description="Suite-level aggregates (controlled runs).", directives=weighs(SMALL_JSON_KIB))
     def aggregates(self) -> JSON:
         return self.doc["spec"].get("aggregates", {})
 

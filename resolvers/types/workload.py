@@ -9,6 +9,7 @@ from strawberry.scalars import JSON
 
 from resolvers import ids
 from resolvers.context import Info
+from resolvers.cost_limit import MANIFEST_KIB, SMALL_JSON_KIB, weighs
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
 
@@ -26,7 +27,7 @@ class AxisBinding:
 class WorkloadCase:
     index: int
     axes: list[AxisBinding]
-    source_native: JSON = strawberry.field(description="Per-case numbers as the source gave them.")
+    source_native: JSON = strawberry.field(description="Per-case numbers as the source gave them.", directives=weighs(SMALL_JSON_KIB))
 
 
 @strawberry.federation.type(keys=["id"], description="A workload suite (WorkloadSuite manifest).")
@@ -41,7 +42,7 @@ class Workload(Node):
     aggregation: str
     comparator: str | None
     description: str | None
-    manifest: JSON
+    manifest: JSON = strawberry.field(directives=weighs(MANIFEST_KIB))
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Workload:

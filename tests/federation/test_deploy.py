@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from cli import build_parser
+from server.settings import Settings
 from tests.command import kernelindex
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +72,8 @@ def test_gateway_config_loads_and_supergraph_composes_for_the_cluster_urls():
     check = (
         "const { gatewayConfig: c } = await import(process.argv[1]);"
         "console.log(JSON.stringify({ws: c.transportEntries['*.http'].options.subscriptions.kind,"
-        " plugins: c.plugins().length, headers: typeof c.propagateHeaders.fromClientToSubgraphs, cost: c.demandControl}));"
+        " plugins: c.plugins().length, headers: typeof c.propagateHeaders.fromClientToSubgraphs, cost: c.demandControl,"
+        " limits: (await import(process.argv[1])).DEFAULT_LIMITS}));"
     )
     loaded = subprocess.run(
         ["node", "--input-type=module", "-e", check, str(ROOT / "gateway" / "gateway.config.mjs")],
@@ -80,7 +82,14 @@ def test_gateway_config_loads_and_supergraph_composes_for_the_cluster_urls():
         timeout=60,
     )
     assert loaded.returncode == 0, loaded.stderr
-    assert json.loads(loaded.stdout) == {"ws": "ws", "plugins": 4, "headers": "function", "cost": {"maxCost": 5000, "listSize": 10}}
+    # Without KERNELINDEX_QUERY_LIMITS (deploy/ sets none), the gateway's limits are the subgraphs'.
+    assert json.loads(loaded.stdout) == {
+        "ws": "ws",
+        "plugins": 13,
+        "headers": "function",
+        "cost": {"maxCost": 5000, "listSize": 10},
+        "limits": Settings().query_limits(),
+    }
 
     result = kernelindex(
         "supergraph", "--registry-url", "http://registry:4001/graphql", "--benchmarks-url", "http://benchmarks:4002/graphql"

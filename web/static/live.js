@@ -95,4 +95,10 @@
       );
     },
   };
+
+  // Pages start it from the script tag's data attributes (no inline script: the pages' CSP
+  // allows scripts from this origin only).
+  const tag = document.currentScript;
+  if (tag?.dataset.live === "newest-runs") window.KernelIndexLive.newestRuns(document.getElementById(tag.dataset.list));
+  if (tag?.dataset.live === "group") window.KernelIndexLive.group(tag.dataset.group, tag.dataset.regions.split(" "));
 })();
