@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import time
 
 import pytest
+from playwright.async_api import expect
 
 from tests import factories
 from tests.federation.test_stack import Stack  # the stack exactly as `kernelindex serve` starts it
@@ -55,12 +57,11 @@ async def test_pages_and_live_updates_through_the_gateway(stack, browser, tmp_pa
         "alice · synthetic-op · B200",
         "bob · synthetic-op · B200",
     ]
-    await page.wait_for_function("document.getElementById('live-status').textContent.startsWith('Live')", timeout=15_000)
+    # Locators, not JavaScript predicates: the pages' CSP forbids evaluating strings.
+    await expect(page.locator("#live-status")).to_have_text(re.compile(r"^Live"), timeout=15_000)
 
     finished = await asyncio.to_thread(load, stack, factories.run_bundle("c", score=0.95, user="carol"), tmp_path)
-    await page.wait_for_function(
-        "document.querySelector('#leaderboard tbody tr td:nth-child(2)').textContent === 'carol · synthetic-op · B200'", timeout=2_000
-    )
+    await expect(page.locator("#leaderboard tbody tr td:nth-child(2)").first).to_have_text("carol · synthetic-op · B200", timeout=2_000)
     assert time.monotonic() - finished <= 2.0
     assert await page.locator("#leaderboard td.rank").all_inner_texts() == ["1", "2", "3"]
 
@@ -76,8 +77,6 @@ async def test_pages_and_live_updates_through_the_gateway(stack, browser, tmp_pa
     await page.goto(f"{site}/graphiql")
     await page.wait_for_selector(".graphiql-container", timeout=20_000)
     await page.click(".graphiql-execute-button")
-    await page.wait_for_function(
-        "document.querySelector('.result-window') && document.querySelector('.result-window').textContent.includes('carol')", timeout=20_000
-    )
+    await page.locator(".result-window", has_text="carol").wait_for(timeout=20_000)
     assert visits.foreign(site) == []
     await page.close()
