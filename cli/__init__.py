@@ -8,6 +8,7 @@ VERB_MODULES. Expected failures print one `error: ...` line and exit non-zero; n
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 
 from cli import attest, bench, imports, jobs, keys, manifests, runner, serve, supergraph, web
@@ -17,6 +18,9 @@ from registry.manifests import ManifestError
 from server.bootstrap import BootstrapError
 from server.settings import Settings
 from store.embedded import EmbeddedDatabaseError
+
+# What a command's files say when its storage is unusable: read-only, full, over quota, forbidden.
+STORAGE_ERRNOS = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM}
 
 VERB_MODULES = (serve, supergraph, web, manifests, imports, keys, jobs, runner, attest, bench)
 
@@ -41,5 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except (EmbeddedDatabaseError, CommandError, BootstrapError, ApiError) as error:
         return fail(str(error))
+    except OSError as error:
+        if error.errno not in STORAGE_ERRNOS:
+            raise
+        # A read-only, full or forbidden home (or any file a command writes): the path and why.
+        where = f"{error.filename}: " if error.filename else ""
+        return fail(f"cannot write {where}{error.strerror or error}; KERNELINDEX_HOME must be a writable directory with free space")
     except KeyboardInterrupt:
         return 130
