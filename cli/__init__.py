@@ -11,7 +11,7 @@ import argparse
 import errno
 import sys
 
-from cli import attest, bench, imports, jobs, keys, manifests, runner, serve, supergraph, web
+from cli import agents, attest, bench, imports, jobs, keys, manifests, runner, serve, supergraph, web
 from cli.common import CommandError, fail
 from client.api import ApiError
 from registry.manifests import ManifestError
@@ -22,7 +22,7 @@ from store.embedded import EmbeddedDatabaseError
 # What a command's files say when its storage is unusable: read-only, full, over quota, forbidden.
 STORAGE_ERRNOS = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM}
 
-VERB_MODULES = (serve, supergraph, web, manifests, imports, keys, jobs, runner, attest, bench)
+VERB_MODULES = (serve, supergraph, web, manifests, imports, keys, jobs, runner, attest, bench, agents)
 
 
 def build_parser() -> argparse.ArgumentParser:

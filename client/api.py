@@ -15,7 +15,12 @@ DEFAULT_API = "http://127.0.0.1:8000/graphql"
 
 
 class ApiError(RuntimeError):
-    """The API refused the call or could not be reached; the message says which."""
+    """The API refused the call or could not be reached; the message says which. `codes`: the
+    errors' `extensions.code` values (UNAVAILABLE when the API did not answer with JSON)."""
+
+    def __init__(self, message: str, codes: list[str] | None = None):
+        super().__init__(message)
+        self.codes = codes or []
 
 
 def api_url(given: str | None) -> str:
@@ -44,13 +49,14 @@ class ApiClient:
         try:
             response = self.http.post(self.url, json={"query": query, "variables": variables or {}})
         except httpx.HTTPError as error:
-            raise ApiError(f"cannot reach {self.url}: {error}") from None
+            raise ApiError(f"cannot reach {self.url}: {error}", ["UNAVAILABLE"]) from None
         try:
             body = response.json()
         except json.JSONDecodeError:
-            raise ApiError(f"{self.url} answered HTTP {response.status_code} without JSON") from None
+            raise ApiError(f"{self.url} answered HTTP {response.status_code} without JSON", ["UNAVAILABLE"]) from None
         if body.get("errors"):
-            raise ApiError(f"{self.url}: " + "; ".join(e.get("message", "?") for e in body["errors"]))
+            codes = [str((e.get("extensions") or {}).get("code") or "") for e in body["errors"]]
+            raise ApiError(f"{self.url}: " + "; ".join(e.get("message", "?") for e in body["errors"]), codes)
         return body["data"]
 
     def mutate(self, query: str, variables: dict[str, Any], field: str) -> dict[str, Any]:

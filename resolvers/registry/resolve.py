@@ -8,6 +8,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
+from strawberry.federation.schema_directives import ListSize
 
 from registry.resolution import (
     MAX_BATCH,
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from resolvers.types.run import Run
 
 MAX_RUNS = 100
+# The cost limit's list sizes (resolvers/cost_limit.py): a shape is measured by a few groups of one
+# operation (the bundled data: 1 or 2), and a shape has two neighbours per variable axis.
 
 
 @strawberry.input(description="One axis of the asked workload shape.")
@@ -88,7 +91,10 @@ class CohortMatch:
     run_count: int
     all_runs: strawberry.Private[list[ResolvedRun]]
 
-    @strawberry.field(description="Fastest first on this case; runs without a value for the statistic last.", directives=[assumed_size(10)])
+    @strawberry.field(
+        description="Fastest first on this case; runs without a value for the statistic last.",
+        directives=[ListSize(slicing_arguments=["first"], require_one_slicing_argument=False)],
+    )
     def runs(self, first: int = 10) -> list[ResolvedRun]:
         if not 0 <= first <= MAX_RUNS:
             raise ClientError(f"first: must be between 0 and {MAX_RUNS}")
@@ -102,7 +108,7 @@ class ShapeMatch:
     axes: list[AxisBinding] = strawberry.field(description="The measured shape's variable axes.")
     others_match: bool = strawberry.field(description="Every variable axis but `axis` equals the asked value.")
     label: str = strawberry.field(description='e.g. "measured at seq_len=512 (asked 1000): nearest below, not the asked shape"')
-    cohorts: list[CohortMatch] = strawberry.field(directives=[assumed_size(10)])
+    cohorts: list[CohortMatch] = strawberry.field(directives=[assumed_size(3)])
 
 
 @strawberry.type(description="The answer to: which evidenced implementation is fastest for this exact shape on this GPU?")
@@ -111,10 +117,10 @@ class KernelResolution:
     asked: list[AxisBinding] = strawberry.field(description="The asked shape's variable axes.")
     gpu: str | None
     measured: bool = strawberry.field(description="True when at least one cohort measured the asked shape (then `exact` is set).")
-    exact: list[CohortMatch] = strawberry.field(directives=[assumed_size(10)])
+    exact: list[CohortMatch] = strawberry.field(directives=[assumed_size(5)])
     nearest: list[ShapeMatch] = strawberry.field(
         description="When nothing measured the asked shape: the nearest measured shapes, on each side of each variable axis.",
-        directives=[assumed_size(10)],
+        directives=[assumed_size(4)],
     )
     user_errors: list[UserError]
 
