@@ -32,7 +32,7 @@ export const LIMITS = { ...DEFAULT_LIMITS, ...JSON.parse(process.env.KERNELINDEX
 // Browser origins allowed to call /graphql (CORS); none unless KERNELINDEX_CORS_ORIGINS names them.
 export const CORS_ORIGINS = (process.env.KERNELINDEX_CORS_ORIGINS ?? "").split(",").map((o) => o.trim()).filter(Boolean);
 
-const GATEWAY_PATHS = new Set(["/graphql", "/healthcheck", "/readiness"]);
+const GATEWAY_PATHS = new Set(["/graphql", "/healthcheck", "/readiness", "/readiness/supergraph"]);
 // Hop-by-hop headers and the ones fetch() recomputes are not passed back to the client.
 const DROPPED_RESPONSE_HEADERS = ["connection", "keep-alive", "transfer-encoding", "content-encoding", "content-length"];
 
@@ -315,11 +315,13 @@ function readinessChecks(urls, timeoutMs) {
           }
         }),
       );
-      if (failures.length) {
-        endResponse(
-          new fetchAPI.Response(JSON.stringify({ ready: false, failures }), { status: 503, headers: { "content-type": "application/json" } }),
-        );
-      }
+      const ready = failures.length === 0;
+      endResponse(
+        new fetchAPI.Response(JSON.stringify(ready ? { ready } : { ready, failures }), {
+          status: ready ? 200 : 503,
+          headers: { "content-type": "application/json" },
+        }),
+      );
     },
   };
 }
@@ -464,8 +466,13 @@ export const gatewayConfig = defineConfig({
   // The subgraphs' cost limit (resolvers/cost_limit.py: MAX_COST, DEFAULT_LIST_SIZE), applied
   // here too, to each subgraph request the plan makes, before it is sent.
   demandControl: { maxCost: MAX_COST, listSize: DEFAULT_LIST_SIZE },
+  // With KERNELINDEX_HEALTH_URLS, /readiness is readinessChecks()'s (Hive Gateway's own check
+  // answers before any plugin, so it moves aside; a gateway that serves has its supergraph).
+  ...(HEALTH_URLS.length ? { readinessCheckEndpoint: "/readiness/supergraph" } : {}),
   // Each subgraph request is bounded by the deadline too (its own, in case the client's is not).
-  upstreamTimeout: LIMITS.requestDeadlineMs,
+  // A little later than the request's deadline, so the client gets the coded 504 (or the
+  // subgraph's own coded answer), not a masked fetch failure.
+  upstreamTimeout: LIMITS.requestDeadlineMs + 1000,
   // CORS only for the configured origins, never with credentials (the API authenticates with a
   // bearer key, not cookies); without KERNELINDEX_CORS_ORIGINS no cross-origin access at all.
   cors: CORS_ORIGINS.length ? { origin: CORS_ORIGINS, credentials: false, methods: ["GET", "POST"] } : false,

@@ -68,9 +68,10 @@ class KernelIndexGraphQL(GraphQL):
         # the database calls under it have their own timeouts (store.client.make_client).
         deadline = self.settings.request_deadline_s
         try:
-            # Each database call of the operation is bounded too: a stalled database fails it with
-            # DATABASE_UNAVAILABLE (resolvers/errors.py) well before the deadline.
-            with database_timeout(min(DB_TIMEOUT_S, deadline)):
+            # The operation's database calls are bounded too, by half the deadline at most: a
+            # stalled database fails it with DATABASE_UNAVAILABLE (resolvers/errors.py) before
+            # the deadline (the gateway's, the same) runs out.
+            with database_timeout(min(DB_TIMEOUT_S, deadline / 2)):
                 async with asyncio.timeout(deadline):
                     return await super().execute_operation(request, request_adapter, request_data, context, root_value, sub_response)
         except TimeoutError:
