@@ -438,13 +438,20 @@ function forwardPagesTo(webUrl) {
   };
 }
 
+// Each of our plugins can be switched off by name for bench/gateway_overhead.py, which measures
+// what each costs (KERNELINDEX_GATEWAY_PLUGINS_OFF=cost,body,...). `serve` never sets it.
+const OFF = new Set((process.env.KERNELINDEX_GATEWAY_PLUGINS_OFF ?? "").split(",").filter(Boolean));
+const on = (name) => !OFF.has(name);
+
 export const gatewayConfig = defineConfig({
-  propagateHeaders: {
-    fromClientToSubgraphs({ request }) {
-      const authorization = request?.headers.get("authorization");
-      return authorization ? { authorization } : {};
+  ...(on("auth") && {
+    propagateHeaders: {
+      fromClientToSubgraphs({ request }) {
+        const authorization = request?.headers.get("authorization");
+        return authorization ? { authorization } : {};
+      },
     },
-  },
+  }),
   transportEntries: {
     "*.http": {
       options: {
@@ -465,7 +472,7 @@ export const gatewayConfig = defineConfig({
   },
   // The subgraphs' cost limit (resolvers/cost_limit.py: MAX_COST, DEFAULT_LIST_SIZE), applied
   // here too, to each subgraph request the plan makes, before it is sent.
-  demandControl: { maxCost: MAX_COST, listSize: DEFAULT_LIST_SIZE },
+  ...(on("cost") && { demandControl: { maxCost: MAX_COST, listSize: DEFAULT_LIST_SIZE } }),
   // With KERNELINDEX_HEALTH_URLS, /readiness is readinessChecks()'s (Hive Gateway's own check
   // answers before any plugin, so it moves aside; a gateway that serves has its supergraph).
   ...(HEALTH_URLS.length ? { readinessCheckEndpoint: "/readiness/supergraph" } : {}),
@@ -476,17 +483,18 @@ export const gatewayConfig = defineConfig({
   // CORS only for the configured origins, never with credentials (the API authenticates with a
   // bearer key, not cookies); without KERNELINDEX_CORS_ORIGINS no cross-origin access at all.
   cors: CORS_ORIGINS.length ? { origin: CORS_ORIGINS, credentials: false, methods: ["GET", "POST"] } : false,
-  plugins: () => [
-    readinessChecks(HEALTH_URLS, READINESS_TIMEOUT_MS),
-    limitRequestBodies(MAX_BODY_BYTES),
-    forwardPagesTo(process.env.KERNELINDEX_WEB_URL),
-    requestDeadline(LIMITS.requestDeadlineMs),
-    ...queryLimits(LIMITS),
-    subscriptionsOverWebSocketOnly(),
-    limitSubscriptionsPerConnection(MAX_SUBSCRIPTIONS_PER_CONNECTION),
-    costLimitCode(),
-    codeEveryError(),
-  ],
+  plugins: () =>
+    [
+      readinessChecks(HEALTH_URLS, READINESS_TIMEOUT_MS),
+      on("body") && limitRequestBodies(MAX_BODY_BYTES),
+      on("web") && forwardPagesTo(process.env.KERNELINDEX_WEB_URL),
+      on("deadline") && requestDeadline(LIMITS.requestDeadlineMs),
+      ...(on("limits") ? queryLimits(LIMITS) : []),
+      subscriptionsOverWebSocketOnly(),
+      on("subscriptions") && limitSubscriptionsPerConnection(MAX_SUBSCRIPTIONS_PER_CONNECTION),
+      on("cost") && costLimitCode(),
+      codeEveryError(),
+    ].filter(Boolean),
   maskedErrors: { maskError: keepSubgraphCodes },
 });
 
