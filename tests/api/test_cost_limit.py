@@ -34,7 +34,7 @@ async def _some_runs(db, count: int = 30) -> None:
     await publish_many(db, [factories.run_bundle(f"cost-{n}", score=n / 100) for n in range(count)])
 
 
-async def test_the_nested_query_is_refused_before_it_runs_in_under_100_ms(db, live_site):
+async def test_the_nested_query_is_refused_before_it_runs(db, live_site):
     await _some_runs(db)
     _post(live_site, "{ __typename }")  # a warm connection and schema
     timings = []
@@ -46,7 +46,9 @@ async def test_the_nested_query_is_refused_before_it_runs_in_under_100_ms(db, li
         assert error["extensions"]["code"] == "COST_LIMIT"
         assert error["extensions"]["cost"] == {"estimated": 9261, "max": MAX_COST}
         assert "above the maximum of 5,000" in error["message"]
-    assert min(timings) < 0.1, timings
+    # Run, it takes 27.5 s; refused before it runs, a round trip (~10 ms on a quiet machine). The
+    # bound is loose so that a loaded CI machine cannot fail it; how fast is bench/'s business.
+    assert min(timings) < 2.0, timings
 
 
 async def test_aliases_multiply_the_cost(db, live_site):
