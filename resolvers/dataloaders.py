@@ -73,7 +73,7 @@ class Loaders:
         async def workloads_of_definitions(keys: list[str]) -> list[Doc]:
             return await where_in(db, "workloads", "spec.definitionDigest", keys)
 
-        self.groups_by_definition = _grouped_loader(groups_of_definitions, lambda d: d["definitionDigest"])
+        self.groups_by_definition = _grouped_loader(groups_of_definitions, lambda g: g.definition_digest)
         self.workloads_by_definition = _grouped_loader(workloads_of_definitions, lambda d: d["spec"]["definitionDigest"])
 
     def for_type(self, type_name: str) -> DataLoader[str, Doc | None]:

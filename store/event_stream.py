@@ -37,6 +37,8 @@ from typing import Any, TypeVar
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import OperationFailure, PyMongoError
 
+from store.read_models import read
+
 log = logging.getLogger("kernelindex.events")
 
 Doc = dict[str, Any]
@@ -348,9 +350,14 @@ class EventHub:
                 self._per_event.popitem(last=False)
             return value
 
-    async def document(self, seq: int, collection: str, key: str) -> Doc | None:
-        """`collection[key]` as of event `seq`: fetched once per event for all subscribers."""
-        future = self.memo(seq, (collection, key), lambda: asyncio.ensure_future(self.db[collection].find_one({"_id": key})))
+    async def document(self, seq: int, collection: str, key: str) -> Any:
+        """`collection[key]` as of event `seq` (its read model where it has one, store/read_models.py):
+        fetched once per event for all subscribers."""
+
+        async def fetch() -> Any:
+            return read(collection, await self.db[collection].find_one({"_id": key}))
+
+        future = self.memo(seq, (collection, key), lambda: asyncio.ensure_future(fetch()))
         if future.done():
             if future.exception() is not None:
                 self._per_event.pop((seq, (collection, key)), None)

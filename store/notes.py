@@ -17,6 +17,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from store import events
 from store.keys import ApiKey
+from store.read_models import NoteDocument
 from store.transactions import in_transaction
 
 MAX_NOTE_CHARS = 2000
@@ -43,7 +44,7 @@ def check_text(text: str) -> str:
     return text
 
 
-async def add_note(db: AsyncDatabase, *, run_digest: str, key: ApiKey, text: str) -> Doc:
+async def add_note(db: AsyncDatabase, *, run_digest: str, key: ApiKey, text: str) -> NoteDocument:
     text = check_text(text)
     now = datetime.now(UTC)
     note_id = secrets.token_hex(8)
@@ -63,13 +64,13 @@ async def add_note(db: AsyncDatabase, *, run_digest: str, key: ApiKey, text: str
         await db.events.insert_one(event, session=session)
         return doc
 
-    return await in_transaction(db, write)
+    return NoteDocument.model_validate(await in_transaction(db, write))
 
 
-async def notes_page(db: AsyncDatabase, *, run_digest: str, first: int, after_seq: int | None) -> tuple[list[Doc], bool]:
+async def notes_page(db: AsyncDatabase, *, run_digest: str, first: int, after_seq: int | None) -> tuple[list[NoteDocument], bool]:
     """Oldest first. Returns (page, has_next_page)."""
     query: Doc = {"runDigest": run_digest}
     if after_seq is not None:
         query["seq"] = {"$gt": after_seq}
     docs = await db.notes.find(query).sort("seq", 1).limit(first + 1).to_list()
-    return docs[:first], len(docs) > first
+    return [NoteDocument.model_validate(d) for d in docs[:first]], len(docs) > first

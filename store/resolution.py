@@ -13,6 +13,7 @@ from typing import Any
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store.group_members import current_members
+from store.read_models import ComparisonGroupDocument
 
 Doc = dict[str, Any]
 
@@ -26,14 +27,19 @@ CASE_FIELDS = {
 }
 
 
-async def operation_cohorts(db: AsyncDatabase, name: str) -> tuple[Doc | None, list[Doc], dict[str, Doc], dict[str, Doc]]:
+async def operation_cohorts(
+    db: AsyncDatabase, name: str
+) -> tuple[Doc | None, list[ComparisonGroupDocument], dict[str, Doc], dict[str, Doc]]:
     """(definition, its comparison groups, their workload suites by digest, their protocols by digest)."""
     definition = await db.definitions.find_one({"spec.name": name})
     if definition is None:
         return None, [], {}, {}
-    groups = await db.comparison_groups.find({"definitionDigest": definition["_id"]}).to_list()
-    workload_ids = sorted({g["workloadDigest"] for g in groups})
-    protocol_ids = sorted({g["protocolDigest"] for g in groups if g.get("protocolDigest")})
+    groups = [
+        ComparisonGroupDocument.model_validate(g)
+        for g in await db.comparison_groups.find({"definitionDigest": definition["_id"]}).to_list()
+    ]
+    workload_ids = sorted({g.workload_digest for g in groups})
+    protocol_ids = sorted({g.protocol_digest for g in groups if g.protocol_digest})
     workloads = {w["_id"]: w for w in await db.workloads.find({"_id": {"$in": workload_ids}}, {"spec.cases": 1}).to_list()}
     protocols = {p["_id"]: p for p in await db.protocols.find({"_id": {"$in": protocol_ids}}, {"spec.measurement": 1}).to_list()}
     return definition, groups, workloads, protocols

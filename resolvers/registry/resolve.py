@@ -30,6 +30,7 @@ from resolvers.types.definition import Definition
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.workload import AxisBinding
 from resolvers.user_errors import UserError
+from store.read_models import ComparisonGroupDocument
 from store.resolution import group_case_results, operation_cohorts
 
 if TYPE_CHECKING:
@@ -142,9 +143,9 @@ def _refusal(field: str, message: str, code: str = "BAD_USER_INPUT", gpu: str | 
 
 
 async def _cohort(
-    info: Info, group: dict[str, Any], case: MeasuredCase, statistic: str, cache: dict[str, list[dict[str, Any]]]
+    info: Info, group: ComparisonGroupDocument, case: MeasuredCase, statistic: str, cache: dict[str, list[dict[str, Any]]]
 ) -> CohortMatch:
-    key = group["_id"]
+    key = group.key
     if key not in cache:
         cache[key] = await group_case_results(info.context.db, key)
     entries = []
@@ -207,24 +208,24 @@ async def resolve_one(
         shape = requested_shape(definition["spec"]["axes"], asked, f"{prefix}axes")
     except ResolutionError as error:
         return _refusal(error.field, str(error), error.code, gpu)
-    on_gpu = [g for g in groups if gpu_matches(gpu, g["gpu"]["product"], g["gpu"]["architecture"])]
+    on_gpu = [g for g in groups if gpu_matches(gpu, g.gpu.product, g.gpu.architecture)]
     if gpu and not on_gpu:
-        known = ", ".join(sorted({g["gpu"]["product"] for g in groups})) or "none"
+        known = ", ".join(sorted({g.gpu.product for g in groups})) or "none"
         return _refusal(f"{prefix}gpu", f"no comparison group of {operation} on {gpu!r}; its GPUs: {known}", "NOT_FOUND", gpu)
     names = [name for name, _ in shape]
     measured: list[MeasuredCase] = []
-    group_by_key = {g["_id"]: g for g in on_gpu}
+    group_by_key = {g.key: g for g in on_gpu}
     for g in on_gpu:
-        suite = workloads.get(g["workloadDigest"])
+        suite = workloads.get(g.workload_digest)
         for case in (suite or {}).get("spec", {}).get("cases", []):
             case_shape = shape_of(case["axes"], names)
             if case_shape is not None:
-                measured.append(MeasuredCase(g["_id"], g["workloadDigest"], case["index"], case_shape))
+                measured.append(MeasuredCase(g.key, g.workload_digest, case["index"], case_shape))
 
-    def statistic_of(group: dict[str, Any]) -> str:
+    def statistic_of(group: ComparisonGroupDocument) -> str:
         if statistic:
             return statistic
-        protocol = protocols.get(group.get("protocolDigest") or "")
+        protocol = protocols.get(group.protocol_digest or "")
         return ((protocol or {}).get("spec", {}).get("measurement", {}) or {}).get("primaryStatistic", "mean")
 
     cache: dict[str, list[dict[str, Any]]] = {}

@@ -73,7 +73,7 @@ class ComparisonGroupChangedEvent:
             changed_at=event["at"],
             group=ComparisonGroup.from_doc(group),
             leader_changed=bool(event.get("leaderChanged")),
-            size=event.get("size", group["size"]),
+            size=event.get("size", group.size),
             old_leader=leaders["oldLeader"],
             new_leader=leaders["newLeader"],
         )

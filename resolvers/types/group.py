@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 
-from registry.ranking import RankRule as StoredRule
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.cost_limit import PAGE
@@ -15,6 +14,7 @@ from resolvers.types.connection import Connection
 from resolvers.types.environment import Gpu
 from resolvers.types.node import Node
 from store.group_members import group_runs_page
+from store.read_models import ComparisonGroupDocument
 
 if TYPE_CHECKING:
     from resolvers.types.definition import Definition
@@ -50,25 +50,23 @@ class ComparisonGroup(Node):
     leader_digest: strawberry.Private[str | None]
 
     @classmethod
-    def from_doc(cls, doc: dict[str, Any]) -> ComparisonGroup:
-        rule = doc["rankRule"]
+    def from_doc(cls, doc: ComparisonGroupDocument) -> ComparisonGroup:
+        rule = doc.rank_rule
         return cls(
-            id=strawberry.ID(ids.encode("ComparisonGroup", doc["_id"])),
-            key=doc["_id"],
-            title=doc.get("title", ""),
-            size=doc["size"],
-            ranked_size=doc.get("rankedSize", 0),
-            family=doc["family"],
-            family_version=doc["familyVersion"],
-            gpu=Gpu(vendor=None, product=doc["gpu"]["product"], architecture=doc["gpu"]["architecture"]),
-            rank_rule=RankRule(
-                metric=rule["metric"], order=rule["order"], noise_aware=rule["noise_aware"], tie_test=StoredRule(**rule).tie_test
-            ),
+            id=strawberry.ID(ids.encode("ComparisonGroup", doc.key)),
+            key=doc.key,
+            title=doc.title,
+            size=doc.size,
+            ranked_size=doc.ranked_size,
+            family=doc.family,
+            family_version=doc.family_version,
+            gpu=Gpu(vendor=None, product=doc.gpu.product, architecture=doc.gpu.architecture),
+            rank_rule=RankRule(metric=rule.metric, order=rule.order, noise_aware=rule.noise_aware, tie_test=rule.tie_test),
             # Source rules rank by the source's number; GPU MODE's adds ties from its samples.
-            source_native=not rule["noise_aware"] or rule.get("ci_overlap", False),
-            definition_digest=doc["definitionDigest"],
-            workload_digest=doc["workloadDigest"],
-            leader_digest=doc.get("leaderDigest"),
+            source_native=not rule.noise_aware or rule.ci_overlap,
+            definition_digest=doc.definition_digest,
+            workload_digest=doc.workload_digest,
+            leader_digest=doc.leader_digest,
         )
 
     @strawberry.field(description="The #1 run (null while no run is ranked).")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 import strawberry
 
 from resolvers import ids
 from resolvers.types.node import Node
+from store.read_models import NoteDocument
 
 
 @strawberry.type(description="An unsigned remark on a run. It never changes the run's evidence level.")
@@ -21,12 +21,12 @@ class Note(Node):
     run_digest: str
 
     @classmethod
-    def from_doc(cls, doc: dict[str, Any]) -> Note:
+    def from_doc(cls, doc: NoteDocument) -> Note:
         return cls(
-            id=strawberry.ID(ids.encode("Note", doc["_id"])),
-            text=doc["text"],
-            author=doc["author"]["name"],
-            author_scope=doc["author"]["scope"],
-            created_at=doc["createdAt"],
-            run_digest=doc["runDigest"],
+            id=strawberry.ID(ids.encode("Note", doc.id)),
+            text=doc.text,
+            author=doc.author.name,
+            author_scope=doc.author.scope,
+            created_at=doc.created_at,
+            run_digest=doc.run_digest,
         )

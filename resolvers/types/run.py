@@ -363,7 +363,7 @@ class Run(Node):
     async def notes(self, info: Info, first: int = 20, after: str | None = None) -> Connection[Note]:
         after_seq = decode_cursor(after, "notes", 1)[0] if after else None
         docs, more = await notes_page(info.context.db, run_digest=self.digest, first=check_first(first), after_seq=after_seq)
-        return connection(docs, more, Note.from_doc, lambda d: encode_cursor("notes", d["seq"]))
+        return connection(docs, more, Note.from_doc, lambda d: encode_cursor("notes", d.seq))
 
     @strawberry.field(description="How to cite this record: permalink, digest and access date.")
     def citation(self, info: Info) -> Citation:
