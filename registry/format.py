@@ -371,3 +371,9 @@ def format_digest(manifest: FormatManifest) -> str:
     from registry.digest import digest_of
 
     return digest_of(manifest.identity())
+
+
+def make_format_manifest(kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> FormatManifest:
+    """Build and validate a manifest in code (loaders, the harness); FormatError names each bad
+    field."""
+    return parse_format_manifest({"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec})

@@ -40,7 +40,7 @@ from loaders.common.source_records import code_fingerprint, record_fingerprint
 from loaders.sol_execbench import SOURCE
 from loaders.sol_execbench.parse import Kernel, Submission
 from registry.digest import manifest_digest
-from registry.format import FormatManifest, format_digest, parse_format_manifest
+from registry.format import FormatManifest, format_digest, make_format_manifest
 from registry.manifests import Manifest, RunStatus, make_manifest
 
 HARNESS = "SOL-ExecBench evaluation stack"
@@ -439,7 +439,7 @@ def evaluate_axis(expression: str, bindings: dict[str, int]) -> int:
 
 def _format(kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> FormatManifest:
     try:
-        return parse_format_manifest({"apiVersion": "kernelindex.dev/v1alpha1", "kind": kind, "metadata": metadata, "spec": spec})
+        return make_format_manifest(kind, metadata, spec)
     except ValueError as error:
         raise Rejected(f"does not make a valid {kind}: {error}") from None
 

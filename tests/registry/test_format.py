@@ -207,3 +207,13 @@ def test_metadata_never_changes_the_digest():
     assert format_digest(parse_format_manifest(renamed)) == format_digest(parse_format_manifest(project))
     body = {"apiVersion": project["apiVersion"], "kind": project["kind"], "spec": project["spec"]}
     assert format_digest(parse_format_manifest(project)) == digest_of(body)
+
+
+def test_make_format_manifest_builds_and_validates():
+    from registry.format import make_format_manifest
+
+    project = make_format_manifest("SoftwareProject", {"name": "meridian-kernels"}, {"name": "Meridian Kernels"})
+    assert project.identity() == {"apiVersion": "kernelindex.dev/v1alpha1", "kind": "SoftwareProject", "spec": {"name": "Meridian Kernels"}}
+    with pytest.raises(FormatError) as caught:
+        make_format_manifest("SoftwareProject", {"name": "Bad Name"}, {"name": "x", "stars": 3})
+    assert dict(caught.value.problems) == {"metadata.name": "must match ^[a-z0-9][a-z0-9._-]*$", "spec.stars": "unknown field"}
