@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
 
 from cli import agents, attest, bench, imports, jobs, keys, manifests, runner, serve, supergraph, web
@@ -17,7 +18,8 @@ from client.api import ApiError
 from registry.manifests import ManifestError
 from server.bootstrap import BootstrapError
 from server.settings import Settings
-from store.embedded import EmbeddedDatabaseError
+from store.client import STORAGE_PATH_ENV, StoreError, unavailable
+from store.embedded import EmbeddedDatabaseError, home
 
 # What a command's files say when its storage is unusable: read-only, full, over quota, forbidden.
 STORAGE_ERRNOS = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM}
@@ -51,5 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         # A read-only, full or forbidden home (or any file a command writes): the path and why.
         where = f"{error.filename}: " if error.filename else ""
         return fail(f"cannot write {where}{error.strerror or error}; KERNELINDEX_HOME must be a writable directory with free space")
+    except StoreError as error:
+        # The database refused or failed: one line, never the driver's traceback or raw reply.
+        down = unavailable(error, storage_path=os.environ.get(STORAGE_PATH_ENV) or home() / "db")
+        if down is not None:
+            return fail(f"{down[1]} ({down[0]})")
+        return fail(f"the database failed: {str(error).split(', full error:')[0][:300]}")
     except KeyboardInterrupt:
         return 130

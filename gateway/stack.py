@@ -28,6 +28,7 @@ from pathlib import Path
 import httpx
 
 from server.settings import Settings
+from store.client import STORAGE_PATH_ENV
 from store.embedded import EmbeddedServer, clear_address, home, recover_stale_address, write_address
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -174,6 +175,9 @@ class Stack:
         self.database = EmbeddedServer(
             home() / "db", port=self.db_port, log_path=home() / "secantusd.log", startup_timeout_s=self.db_timeout
         )
+        # A write the disk refuses is told by its cause (store.client.unavailable), here and in
+        # the children, which inherit it.
+        os.environ[STORAGE_PATH_ENV] = str(home() / "db")
         uri = self.database.start()
         write_address(self.database)
         print(f"embedded database on {uri} (data in {home() / 'db'})", file=sys.stderr)

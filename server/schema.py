@@ -10,6 +10,8 @@ only the key `id`, which the owner resolves by reference.
 from __future__ import annotations
 
 import logging
+import sys
+import time
 
 import strawberry
 from graphql import GraphQLError
@@ -61,6 +63,19 @@ def field_owner(type_name: str, field_name: str) -> str | None:
 
 
 log = logging.getLogger("kernelindex.graphql")
+SAY_EVERY_S = 30.0
+_said: dict[str, float] = {}
+
+
+def _say_once(line: str) -> None:
+    """One `error:` line on the process's stderr (the stack's log) for a database that is down
+    or cannot write, at most every SAY_EVERY_S per line: the stall is said, not flooded."""
+    now = time.monotonic()
+    if now - _said.get(line, -SAY_EVERY_S) >= SAY_EVERY_S:
+        _said[line] = now
+        print(line, file=sys.stderr, flush=True)
+
+
 MAX_LOGGED_QUERY = 500
 
 
@@ -83,6 +98,9 @@ class KernelIndexSchema(strawberry.federation.Schema):
         shown = query[:MAX_LOGGED_QUERY] + (f"… ({len(query):,} characters)" if len(query) > MAX_LOGGED_QUERY else "")
         for error in errors:
             add_code(error)
+            code = (error.extensions or {}).get("code")
+            if code in ("STORAGE_UNAVAILABLE", "DATABASE_UNAVAILABLE"):
+                _say_once(f"error: {error.message} ({code})")
             if should_mask(error):
                 log.error("%s at %s in query %r", error.message[:500], error.path, shown, exc_info=error.original_error)
 

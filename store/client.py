@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from urllib.parse import parse_qsl
 
 import pymongo
@@ -31,15 +32,43 @@ def database_timeout(seconds: float):
 _STORAGE_FAILURES = ("no space left", "read-only file system", "errno 28", "errno 30", "enospc", "erofs", "disk full", "permission denied")
 
 
-def unavailable(error: BaseException) -> tuple[str, str] | None:
+# Where the embedded database keeps its data, for telling a failed write's cause (`serve` sets it
+# for itself and its children); SecantusDB answers a write its disk refuses with a bare
+# "internal server error".
+STORAGE_PATH_ENV = "KERNELINDEX_STORAGE_PATH"
+MIN_FREE_BYTES = 1 << 20
+
+
+def storage_problem(path: str | os.PathLike | None) -> str | None:
+    """Why a database cannot write its data at `path` ("PATH: read-only file system", "PATH: no
+    space left on device (N bytes free)"), or None if it looks writable."""
+    if not path:
+        return None
+    try:
+        stat = os.statvfs(path)
+    except OSError as error:
+        return f"{path}: {error.strerror}"
+    if stat.f_flag & os.ST_RDONLY:
+        return f"{path}: read-only file system"
+    free = stat.f_bavail * stat.f_frsize
+    if free < MIN_FREE_BYTES:
+        return f"{path}: no space left on device ({free:,} bytes free)"
+    return None
+
+
+def unavailable(error: BaseException | None, storage_path: str | os.PathLike | None = None) -> tuple[str, str] | None:
     """(code, message) when `error` says the database is unavailable rather than that the
-    request is wrong: STORAGE_UNAVAILABLE (it cannot write its data: a full or read-only disk)
+    request is wrong: STORAGE_UNAVAILABLE (it cannot write its data: a full or read-only disk,
+    told from the message or from the state of `storage_path`, default $KERNELINDEX_STORAGE_PATH)
     or DATABASE_UNAVAILABLE (it did not answer in time, or cannot be reached); else None."""
     if not isinstance(error, PyMongoError):
         return None
     text = str(error).lower()
-    if isinstance(error, OperationFailure) and any(s in text for s in _STORAGE_FAILURES):
-        return "STORAGE_UNAVAILABLE", f"the database cannot write to its storage ({str(error)[:200]})"
+    if isinstance(error, OperationFailure):
+        if any(s in text for s in _STORAGE_FAILURES):
+            return "STORAGE_UNAVAILABLE", f"the database cannot write to its storage ({str(error)[:200]})"
+        if error.code == 1 and (problem := storage_problem(storage_path or os.environ.get(STORAGE_PATH_ENV))):
+            return "STORAGE_UNAVAILABLE", f"the database cannot write to its storage: {problem}"
     if isinstance(error, (ConnectionFailure, ExecutionTimeout)) or "timed out" in text:
         return "DATABASE_UNAVAILABLE", "the database did not answer in time; try again later"
     return None
