@@ -3,7 +3,7 @@ every manifest in it validates as v1alpha1 and its digest, computed by us, equal
 export records; every run's cohort keys (comparison, protocol, environment, correctness) and
 primary measurement, computed by us, equal the row's.
 
-    .venv/bin/python bench/verify_format.py catalog-2026-08-16-0022af0b.jsonl.zst
+    .venv/bin/python bench/verify_format.py data/kernelindex-catalog/catalog-2026-08-16-0022af0b.jsonl.zst
 
 Prints one line per table (manifests checked, refused, digest mismatches) and the first few
 problems; exits 1 when any manifest is refused or any digest differs.
@@ -11,6 +11,7 @@ problems; exits 1 when any manifest is refused or any digest differs.
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import sys
@@ -107,4 +108,6 @@ def main(path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("export", help="a catalog-*.jsonl.zst export")
+    sys.exit(main(parser.parse_args().export))
