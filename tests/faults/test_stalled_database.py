@@ -1,12 +1,14 @@
 """A frozen database (SIGSTOP of the embedded `secantusd-py` under a real `kernelindex serve`):
 requests fail with a code within the deadline instead of hanging, the gateway's /readiness goes
-503 within 5 s and back to 200 after SIGCONT."""
+503 within 5 s and back to 200 after SIGCONT. A killed one (SIGKILL, clients busy): the stack
+stops with its one `error:` line, no traceback before it."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import signal
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -81,3 +83,36 @@ def test_a_frozen_database_gives_coded_errors_and_a_failing_readiness(tmp_path):
         output = stack.stop()
     # The stall is said, not a flood of tracebacks.
     assert output.count("Traceback") == 0, output[-3000:]
+
+
+def test_a_killed_database_stops_the_stack_with_one_line_and_no_traceback(tmp_path):
+    stack = EdgeStack(tmp_path / "home").wait_ready()
+    database = stack.database_pid()
+    stop = threading.Event()
+
+    def load() -> None:
+        for _ in range(400):  # bounded: 400 requests or until the stack is gone
+            if stop.is_set():
+                return
+            try:
+                stack.post("{ runs(first: 5) { nodes { digest title group { size } } } }", timeout=10)
+            except httpx.HTTPError:
+                time.sleep(0.05)
+
+    clients = [threading.Thread(target=load) for _ in range(4)]
+    try:
+        for client in clients:
+            client.start()
+        time.sleep(1.0)
+        os.kill(database, signal.SIGKILL)
+        stack.process.wait(timeout=60)
+    finally:
+        stop.set()
+        for client in clients:
+            client.join(timeout=30)
+        output = stack.stop()
+    # Before: ~320 lines of subgraph tracebacks (masked errors logged with their stack) ahead of
+    # the one error: line.
+    assert stack.process.returncode != 0
+    assert "error: the embedded database exited unexpectedly" in output, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
