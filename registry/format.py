@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -226,6 +227,14 @@ def _check_number(schema: dict) -> Callable[[float], float]:
     return check
 
 
+def _integral(value: Any) -> Any:
+    """JSON has one number type: 5.0 is the integer 5 (as in JSON Schema and upstream's
+    JavaScript, where both print as 5 and digest alike)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
 def _class_name(kind: str, path: str) -> str:
     parts = [kind] + [part for part in re.split(r"[.\[\]*]+", path) if part]
     return "".join(part[:1].upper() + part[1:] for part in parts)
@@ -255,7 +264,7 @@ def _base_annotation(kind: str, schema: dict, path: str) -> Any:
     if kind_of == "string":
         return Annotated[StrictStr, AfterValidator(_check_string(schema))]
     if kind_of == "integer":
-        return Annotated[StrictInt, AfterValidator(_check_number(schema))]
+        return Annotated[StrictInt, BeforeValidator(_integral), AfterValidator(_check_number(schema))]
     if kind_of == "number":
         return Annotated[StrictInt | StrictFloat, AfterValidator(_check_number(schema))]
     if kind_of == "boolean":

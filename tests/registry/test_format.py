@@ -217,3 +217,14 @@ def test_make_format_manifest_builds_and_validates():
     with pytest.raises(FormatError) as caught:
         make_format_manifest("SoftwareProject", {"name": "Bad Name"}, {"name": "x", "stars": 3})
     assert dict(caught.value.problems) == {"metadata.name": "must match ^[a-z0-9][a-z0-9._-]*$", "spec.stars": "unknown field"}
+
+
+def test_an_integral_float_is_an_integer_and_digests_alike():
+    case = _example("WorkloadCase")
+    as_floats = copy.deepcopy(case)
+    as_floats["spec"]["axes"]["tokens"] = 2048.0
+    parsed = parse_format_manifest(as_floats)
+    assert parsed.spec.axes["tokens"] == 2048 and type(parsed.spec.axes["tokens"]) is int
+    assert format_digest(parsed) == format_digest(parse_format_manifest(case))
+    as_floats["spec"]["axes"]["tokens"] = 2048.5
+    assert _refusal(as_floats) == [("spec.axes.tokens", "Input should be a valid integer")]
