@@ -11,7 +11,7 @@ import { maxDepthPlugin } from "@escape.tech/graphql-armor-max-depth";
 import { maxDirectivesPlugin } from "@escape.tech/graphql-armor-max-directives";
 import { maxTokensPlugin } from "@escape.tech/graphql-armor-max-tokens";
 import { defineConfig } from "@graphql-hive/gateway";
-import { GraphQLError, Kind, visit } from "graphql";
+import { GraphQLError, Kind, parse, visit } from "graphql";
 import http from "node:http";
 import { WebSocketServer } from "ws";
 
@@ -384,6 +384,55 @@ function codeEveryError() {
       }
     }
   };
+  // The planner fetches the root fields that go to one subgraph together, aliased by their
+  // position in the operation (`_v1_comparisonGroup` is its second root field): an error's first
+  // path key is put back as the client's response key of that field.
+  const clientPaths = (document, operationName) => {
+    const operation = document?.definitions?.find(
+      (d) => d.kind === Kind.OPERATION_DEFINITION && (operationName == null || d.name?.value === operationName),
+    );
+    if (!operation) return null;
+    const fragments = new Map(document.definitions.filter((d) => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]));
+    const roots = [];
+    const collect = (selectionSet, depth) => {
+      for (const selection of selectionSet?.selections ?? []) {
+        if (selection.kind === Kind.FIELD) roots.push({ key: selection.alias?.value ?? selection.name.value, name: selection.name.value });
+        else if (depth < 8 && selection.kind === Kind.INLINE_FRAGMENT) collect(selection.selectionSet, depth + 1);
+        else if (depth < 8 && selection.kind === Kind.FRAGMENT_SPREAD) collect(fragments.get(selection.name.value)?.selectionSet, depth + 1);
+      }
+    };
+    collect(operation.selectionSet, 0);
+    return (result) => {
+      for (const error of result?.errors ?? []) {
+        const first = Array.isArray(error.path) ? error.path[0] : null;
+        const match = typeof first === "string" ? /^_v(\d+)_(.+)$/.exec(first) : null;
+        const root = match ? roots[Number(match[1])] : null;
+        if (root && root.name === match[2]) {
+          // GraphQLError's path is read-only: the error is rebuilt with the client's key.
+          const index = result.errors.indexOf(error);
+          result.errors[index] = new GraphQLError(error.message, {
+            nodes: error.nodes,
+            source: error.source,
+            positions: error.positions,
+            path: [root.key, ...error.path.slice(1)],
+            originalError: error.originalError,
+            extensions: error.extensions,
+          });
+        }
+      }
+    };
+  };
+  const planned = (result) => (result?.errors ?? []).some((e) => Array.isArray(e.path) && /^_v\d+_/.test(String(e.path[0])));
+  const restorePaths = (result, context) => {
+    if (!planned(result) || typeof context?.params?.query !== "string") return;
+    let document;
+    try {
+      document = parse(context.params.query); // it passed the limits: bounded
+    } catch {
+      return;
+    }
+    clientPaths(document, context.params.operationName)?.(result);
+  };
   return {
     // Validation's refusals (graphql-js's rules and graphql-armor's) are coded as such here,
     // before they can be taken for input errors.
@@ -393,9 +442,13 @@ function codeEveryError() {
         setResult(result.map((error) => fix(error, "GRAPHQL_VALIDATION_FAILED", true)));
       };
     },
-    onExecutionResult({ result }) {
-      if (Array.isArray(result)) result.forEach(inputErrors);
-      else if (result && typeof result[Symbol.asyncIterator] !== "function") inputErrors(result);
+    onExecutionResult({ result, context }) {
+      const each = (one) => {
+        restorePaths(one, context);
+        inputErrors(one);
+      };
+      if (Array.isArray(result)) result.forEach(each);
+      else if (result && typeof result[Symbol.asyncIterator] !== "function") each(result);
     },
     onResultProcess({ result }) {
       if (Array.isArray(result)) result.forEach(fixResult);

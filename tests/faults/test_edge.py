@@ -342,3 +342,12 @@ def test_cors_only_for_the_configured_origin_and_never_with_credentials(stack):
     answer = stack.post("{ __typename }", headers={"Origin": "https://attacker.example"})
     assert answer.headers.get("access-control-allow-origin") in (None, ALLOWED_ORIGIN)
     assert answer.headers.get("access-control-allow-credentials") != "true"
+
+
+def test_error_paths_name_the_clients_response_keys_not_the_planners_aliases(stack):
+    # The planner fetches these root fields together as _v0_runs, _v1_comparisonGroup and
+    # _v2_comparisonGroup; before, the errors' paths said so.
+    body = stack.post('{ runs(first: 1) { nodes { id } } comparisonGroup(id: "x") { id } b: comparisonGroup(id: "y") { title } }').json()
+    assert sorted(e["path"] for e in body["errors"]) == [["b"], ["comparisonGroup"]], body
+    assert {e["extensions"]["code"] for e in body["errors"]} == {"BAD_ID"}
+    assert body["data"]["b"] is None and body["data"]["runs"]["nodes"]
