@@ -21,7 +21,7 @@ KIND_BY_COLLECTION = {collection: kind for kind, collection in COLLECTION_BY_KIN
 DIGEST_PATTERN = "^sha256:[0-9a-f]{64}$"
 
 
-def _manifest_validator(kind: str, extra_required: tuple[str, ...] = (), extra_props: dict | None = None) -> dict:
+def _manifest_validator(kind: str | tuple[str, ...], extra_required: tuple[str, ...] = (), extra_props: dict | None = None) -> dict:
     return {
         "$jsonSchema": {
             "bsonType": "object",
@@ -29,7 +29,7 @@ def _manifest_validator(kind: str, extra_required: tuple[str, ...] = (), extra_p
             "properties": {
                 "_id": {"bsonType": "string", "pattern": DIGEST_PATTERN},
                 "apiVersion": {"enum": ["kernelindex.dev/v1alpha1"]},
-                "kind": {"enum": [kind]},
+                "kind": {"enum": [kind] if isinstance(kind, str) else list(kind)},
                 "metadata": {"bsonType": "object", "required": ["name"]},
                 "spec": {"bsonType": "object"},
                 "storedAt": {"bsonType": "date"},
@@ -49,6 +49,35 @@ _RUN_FIELDS = {
 }
 
 VALIDATORS: dict[str, dict] = {collection: _manifest_validator(kind) for kind, collection in COLLECTION_BY_KIND.items()}
+# The v1alpha1 format has two workload kinds: one case (the catalog's) or a suite of them.
+VALIDATORS["workloads"] = _manifest_validator(("WorkloadSuite", "WorkloadCase"))
+# What the KernelIndex catalog export brings beside the kernel kinds (store/catalog.py).
+for _collection, _kind in (
+    ("projects", "SoftwareProject"),
+    ("model_revisions", "ModelRevision"),
+    ("serving_stack_revisions", "ServingStackRevision"),
+    ("serving_configurations", "ServingConfiguration"),
+    ("serving_workloads", "ServingWorkload"),
+    ("serving_runs", "ServingRun"),
+):
+    VALIDATORS[_collection] = _manifest_validator(_kind)
+VALIDATORS["catalog_imports"] = {
+    "$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "export", "rows", "importedAt"],
+        "properties": {"_id": {"bsonType": "string", "pattern": "^[0-9a-f]{64}$"}, "importedAt": {"bsonType": "date"}},
+    }
+}
+VALIDATORS["record_history"] = {
+    "$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "comparisonKey", "runDigest", "cause", "at"],
+        "properties": {
+            "comparisonKey": {"bsonType": "string", "pattern": DIGEST_PATTERN},
+            "runDigest": {"bsonType": "string", "pattern": DIGEST_PATTERN},
+        },
+    }
+}
 VALIDATORS["runs"] = _manifest_validator(
     "BenchmarkRun",
     ("definitionDigest", "groupKey", "current", "status", "evidenceLevel", "seq"),
@@ -116,11 +145,13 @@ VALIDATORS["events"] = {
 
 INDEXES: dict[str, list[IndexModel]] = {
     "runs": [
-        # Only the current run of an external record holds its (source, externalId); superseded
-        # runs are kept but step aside.
+        # Only the current run of an external record holds its (source, externalId) in a cohort;
+        # superseded runs are kept but step aside. The cohort is part of it because one source
+        # record may be measured in several cohorts (a GPU MODE submission's leaderboard score and
+        # each of its cases are runs of their own in the KernelIndex catalog).
         IndexModel(
-            [("source", ASCENDING), ("externalId", ASCENDING)],
-            name="current_external_id",
+            [("source", ASCENDING), ("externalId", ASCENDING), ("groupKey", ASCENDING)],
+            name="current_source_record",
             unique=True,
             partialFilterExpression={"current": True, "externalId": {"$exists": True}},
         ),
@@ -132,6 +163,7 @@ INDEXES: dict[str, list[IndexModel]] = {
     "events": [IndexModel([("seq", ASCENDING)], name="seq", unique=True)],
     # resolveKernel and definition(name:) look a definition up by its name.
     "definitions": [IndexModel([("spec.name", ASCENDING)], name="name")],
+    "record_history": [IndexModel([("comparisonKey", ASCENDING), ("at", DESCENDING)], name="group_at")],
     "comparison_groups": [IndexModel([("definitionDigest", ASCENDING)], name="definition")],
     "source_snapshots": [IndexModel([("source", ASCENDING), ("url", ASCENDING)], name="source_url")],
     "jobs": [
@@ -162,5 +194,8 @@ async def ensure_schema(db: AsyncDatabase) -> None:
                 await db.create_collection(name, validator=validator)
             except CollectionInvalid:
                 pass  # created concurrently by another process
+    # Replaced by current_source_record (the cohort joined the key): drop it where it is left.
+    if "runs" in existing and "current_external_id" in await db.runs.index_information():
+        await db.runs.drop_index("current_external_id")
     for name, indexes in INDEXES.items():
         await db[name].create_indexes(indexes)

@@ -1,0 +1,143 @@
+"""Read the export's bytes (a file or a URL) and check them against `latest.json`.
+
+The pointer (the seed's exporter writes it: `{file, url, sha256, sizeBytes, lines, generatedAt}`)
+is checked when it names the export read: its sha256 and size here, its line count after
+decompression (parse.py). A pointer that names another export (an older file beside a newer
+pointer) is noted and not applied; no pointer at all is noted too (the zstd frame's checksum and
+content size, and every row's digests, are still checked).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from loaders.common.http import FetchError, HttpClient
+from loaders.kernelindex_catalog.discover import Location, beside, is_url
+
+# A `catalog-*.jsonl.zst` export is 3-5 MB today; refuse anything absurd before reading it.
+MAX_EXPORT_BYTES = 1 << 30
+
+
+class CatalogRefused(Exception):
+    """The export cannot be imported; `problems` holds one line each (printed as `error:` lines)."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+@dataclass(frozen=True)
+class Pointer:
+    file: str
+    sha256: str
+    size_bytes: int
+    lines: int
+    url: str | None = None
+    generated_at: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "file": self.file,
+            "url": self.url,
+            "sha256": self.sha256,
+            "sizeBytes": self.size_bytes,
+            "lines": self.lines,
+            "generatedAt": self.generated_at,
+        }
+
+
+@dataclass
+class Fetched:
+    location: str  # the path or URL read
+    file_name: str
+    body: bytes
+    sha256: str
+    fetched_at: datetime
+    pointer: Pointer | None  # applied to this export (it names it)
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_pointer(raw: bytes, where: str) -> Pointer:
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CatalogRefused([f"{where}: not JSON ({error})"]) from None
+    if not isinstance(data, dict):
+        raise CatalogRefused([f"{where}: must be a JSON object"])
+    problems = []
+    if not isinstance(data.get("file"), str) or not re.fullmatch(r"[A-Za-z0-9._-]+\.jsonl\.zst", data.get("file", "")):
+        problems.append(f"{where}: file: must name a .jsonl.zst file")
+    if not isinstance(data.get("sha256"), str) or not re.fullmatch(r"[0-9a-f]{64}", data.get("sha256", "")):
+        problems.append(f"{where}: sha256: must be 64 lowercase hex digits")
+    for name in ("sizeBytes", "lines"):
+        value = data.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            problems.append(f"{where}: {name}: must be a non-negative integer")
+    if problems:
+        raise CatalogRefused(problems)
+    return Pointer(
+        file=data["file"],
+        sha256=data["sha256"],
+        size_bytes=data["sizeBytes"],
+        lines=data["lines"],
+        url=data.get("url") if isinstance(data.get("url"), str) else None,
+        generated_at=data.get("generatedAt") if isinstance(data.get("generatedAt"), str) else None,
+    )
+
+
+async def _read(target: str, *, required: bool) -> bytes | None:
+    """The bytes at a path or URL; None when it is not there and not `required`."""
+    if is_url(target):
+        parts = urlsplit(target)
+        client = HttpClient(f"{parts.scheme}://{parts.netloc}", attempts=3)
+        try:
+            response = await client.get(parts.path + (f"?{parts.query}" if parts.query else ""))
+        except FetchError as error:
+            if not required and error.response is not None and error.response.status == 404:
+                return None
+            raise CatalogRefused([f"{target}: {error.reason}"]) from None
+        finally:
+            await client.aclose()
+        return response.body
+    path = Path(target)
+    if not path.is_file():
+        if required:
+            raise CatalogRefused([f"{target}: no such file"])
+        return None
+    if path.stat().st_size > MAX_EXPORT_BYTES:
+        raise CatalogRefused([f"{target}: larger than {MAX_EXPORT_BYTES} bytes"])
+    return path.read_bytes()
+
+
+async def fetch(location: Location) -> Fetched:
+    notes: list[str] = []
+    raw_pointer = await _read(location.pointer, required=location.named_by_pointer)
+    pointer = parse_pointer(raw_pointer, location.pointer) if raw_pointer is not None else None
+    export = location.export
+    if location.named_by_pointer:
+        export = beside(location.pointer, pointer.file)
+    body = await _read(export, required=True)
+    file_name = Path(urlsplit(export).path).name if is_url(export) else Path(export).name
+    sha256 = hashlib.sha256(body).hexdigest()
+    if pointer is None:
+        notes.append(f"no {Path(location.pointer).name} beside {file_name}: its sha256, size and line count were not checked")
+    elif pointer.file != file_name:
+        notes.append(f"{location.pointer} names {pointer.file}, not {file_name}: not applied")
+        pointer = None
+    else:
+        problems = []
+        if len(body) != pointer.size_bytes:
+            problems.append(
+                f"{file_name}: {len(body)} bytes, {Path(location.pointer).name} says {pointer.size_bytes} (truncated or replaced)"
+            )
+        if sha256 != pointer.sha256:
+            problems.append(f"{file_name}: sha256 {sha256}, {Path(location.pointer).name} says {pointer.sha256}")
+        if problems:
+            raise CatalogRefused(problems)
+    return Fetched(export, file_name, body, sha256, datetime.now(UTC), pointer, notes)

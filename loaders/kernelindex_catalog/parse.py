@@ -1,0 +1,92 @@
+"""Decompress the export and split it into `(line, table, row)` records.
+
+Refused as a whole (nothing is written): a zstd stream that does not decompress or ends before
+its frame does (truncated), a line that is not a JSON object `{"table", "row"}`, a table this
+loader does not know, and a line count other than the pointer's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import zstandard
+
+from loaders.kernelindex_catalog import TABLES
+from loaders.kernelindex_catalog.fetch import CatalogRefused, Fetched
+
+# The 2026-08-16 export is 49 MB of JSON; a bigger expansion than this is not an export.
+MAX_DECOMPRESSED_BYTES = 4 << 30
+MAX_PROBLEMS = 50
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int  # 1-based line of the decompressed export
+    table: str
+    row: dict
+
+
+def decompress(fetched: Fetched) -> bytes:
+    name = fetched.file_name
+    decompressor = zstandard.ZstdDecompressor()
+    stream = decompressor.decompressobj()
+    try:
+        data = stream.decompress(fetched.body)
+    except zstandard.ZstdError as error:
+        raise CatalogRefused([f"{name}: not a valid zstd stream ({error})"]) from None
+    if not stream.eof:
+        raise CatalogRefused([f"{name}: truncated: the zstd frame ends early (after {len(data)} decompressed bytes)"])
+    if stream.unused_data:
+        raise CatalogRefused([f"{name}: {len(stream.unused_data)} bytes after the end of the zstd frame"])
+    if len(data) > MAX_DECOMPRESSED_BYTES:
+        raise CatalogRefused([f"{name}: decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes"])
+    return data
+
+
+def split_lines(fetched: Fetched, data: bytes) -> list[Line]:
+    name = fetched.file_name
+    problems: list[str] = []
+    if data and not data.endswith(b"\n"):
+        problems.append(f"{name}: the last line has no newline (truncated)")
+    raw_lines = data.split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()
+    lines: list[Line] = []
+    unknown: dict[str, list[int]] = {}
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            item = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            problems.append(f"{name}: line {number}: not JSON ({error})")
+            continue
+        if not isinstance(item, dict) or set(item) != {"table", "row"}:
+            problems.append(f"{name}: line {number}: must be an object with exactly the keys table and row")
+            continue
+        table, row = item["table"], item["row"]
+        if not isinstance(table, str) or table not in TABLES:
+            unknown.setdefault(str(table), []).append(number)
+            continue
+        if not isinstance(row, dict):
+            problems.append(f"{name}: line {number}: row: must be an object")
+            continue
+        lines.append(Line(number, table, row))
+    for table, numbers in unknown.items():
+        where = f"line {numbers[0]}" + (f" and {len(numbers) - 1} more" if len(numbers) > 1 else "")
+        problems.append(f"{name}: {where}: unknown table {table!r} (known: {', '.join(TABLES)})")
+    pointer = fetched.pointer
+    if pointer is not None and len(raw_lines) != pointer.lines:
+        problems.append(f"{name}: {len(raw_lines)} lines, latest.json says {pointer.lines}")
+    if problems:
+        raise CatalogRefused(capped(problems))
+    return lines
+
+
+def capped(problems: list[str]) -> list[str]:
+    if len(problems) <= MAX_PROBLEMS:
+        return problems
+    return [*problems[:MAX_PROBLEMS], f"… and {len(problems) - MAX_PROBLEMS} more problems of the same export"]
+
+
+def parse(fetched: Fetched) -> list[Line]:
+    return split_lines(fetched, decompress(fetched))

@@ -1,0 +1,306 @@
+"""Writing a verified catalog export (loaders/kernelindex_catalog/) in few round trips.
+
+The loader hands over documents ready to store; this module decides what is new, reconciles
+source records, ranks each touched cohort and writes:
+
+1. the immutable objects (definitions, workloads, implementations, protocols, environments,
+   projects, artifacts, serving objects): only those not stored yet; a stored one that lacks
+   this export's provenance gets it added (its manifest never changes);
+2. per batch of cohorts, in one transaction: the new runs, the ranks of members already stored
+   that move, each cohort's size and #1, its record history (the export's record events), the
+   `run.published` / `group.changed` events; so a crash never leaves a cohort that disagrees
+   with its runs;
+3. last, the import's own record in `catalog_imports` (file, sha256, counts, sources and their
+   licences): `serve` skips an export whose record is there.
+
+Source records are reconciled: a run whose (source, externalId) is already held in its cohort by
+a current run with another digest (e.g. our SOL-ExecBench importer's run of the same submission) is not
+written; the report names it. The same digest is the same run (one document, both provenances).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pymongo import UpdateOne
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.database import AsyncDatabase
+
+from registry.ranking import Entry, RankRule, leader, rank_entries
+from store import events
+from store.chunks import chunked
+from store.group_members import UNRANKED_ORDER, rank_order
+from store.publish import insert_ignoring_duplicates
+from store.transactions import in_transaction
+
+# Collections the catalog adds beside the manifest collections (store/schema.py declares them).
+IMPORTS = "catalog_imports"
+HISTORY = "record_history"
+PROVENANCE = "provenance"  # the field on stored documents: a list of provenance records
+
+# Cohorts written per transaction: big enough for few round trips, small enough for SecantusDB.
+RUNS_PER_TRANSACTION = 2000
+
+
+@dataclass
+class CatalogWrite:
+    """What one export writes. `objects`: collection → documents with `_id`; `runs`: run
+    documents (without seq, rank, current: set here); `groups`: cohort key → group document;
+    `history`: cohort key → record events. Every document carries its `provenance` list."""
+
+    export_sha256: str
+    objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    import_record: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class WriteOutcome:
+    new: dict[str, int] = field(default_factory=dict)  # collection → documents inserted
+    unchanged: dict[str, int] = field(default_factory=dict)
+    provenance_added: int = 0
+    runs_new: int = 0
+    runs_unchanged: int = 0
+    reconciled: list[tuple[str, str, str, str]] = field(default_factory=list)  # (source, externalId, ours, theirs)
+    groups_touched: int = 0
+    history_new: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)  # where the time went, by step
+
+
+async def imported(db: AsyncDatabase, export_sha256: str) -> dict[str, Any] | None:
+    """The record of a completed import of this export, if any."""
+    return await db[IMPORTS].find_one({"_id": export_sha256})
+
+
+async def _add_provenance(db: AsyncDatabase, collection: str, docs: list[dict[str, Any]], key: str) -> int:
+    """Add each document's provenance record of this export to its stored copy, which lacks it
+    (one update per distinct record); how many changed."""
+    by_record: dict[str, tuple[dict[str, Any], list[str]]] = {}
+    for doc in docs:
+        for record in doc.get(PROVENANCE, ()):
+            if record["export"]["sha256"] == key:
+                marker = repr(sorted(record.items()))
+                by_record.setdefault(marker, (record, []))[1].append(doc["_id"])
+    changed = 0
+    for record, ids in by_record.values():
+        for chunk in chunked(sorted(ids), 500):
+            result = await db[collection].update_many(
+                {"_id": {"$in": chunk}, f"{PROVENANCE}.export.sha256": {"$ne": key}}, {"$push": {PROVENANCE: record}}
+            )
+            changed += result.modified_count
+    return changed
+
+
+# Past this many ids, one collection scan of `_id`s beats `$in` queries on SecantusDB (about
+# 2.5 µs a document scanned against 40 µs a document fetched through an index, and `$in` slows
+# down past a few hundred values: store/chunks.py, docs/architecture.md).
+SCAN_OVER = 200
+
+
+async def _ids_in(db: AsyncDatabase, collection: str, ids: Iterable[str], extra: dict[str, Any] | None = None) -> set[str]:
+    """Which of `ids` are stored (and match `extra`)."""
+    wanted = set(ids)
+    found: set[str] = set()
+    if len(wanted) > SCAN_OVER:
+        async for doc in db[collection].find(extra or {}, {"_id": 1}):
+            if doc["_id"] in wanted:
+                found.add(doc["_id"])
+        return found
+    for chunk in chunked(sorted(wanted)):
+        async for doc in db[collection].find({"_id": {"$in": chunk}, **(extra or {})}, {"_id": 1}):
+            found.add(doc["_id"])
+    return found
+
+
+async def _lacking_provenance(db: AsyncDatabase, collection: str, ids: set[str], key: str) -> set[str]:
+    return await _ids_in(db, collection, ids, {f"{PROVENANCE}.export.sha256": {"$ne": key}})
+
+
+async def write_catalog(db: AsyncDatabase, plan: CatalogWrite, now: datetime) -> WriteOutcome:
+    outcome = WriteOutcome()
+    key = plan.export_sha256
+    # 1. Immutable objects. Few collections have many documents; `$in` chunks of 500 keep
+    # SecantusDB's per-query cost low (store/chunks.py).
+    for collection, docs in plan.objects.items():
+        started = time.perf_counter()
+        ids = {doc["_id"] for doc in docs}
+        present = await _ids_in(db, collection, ids)
+        missing = [doc for doc in docs if doc["_id"] not in present]
+        await insert_ignoring_duplicates(db[collection], missing)
+        outcome.new[collection] = len(missing)
+        outcome.unchanged[collection] = len(present)
+        lacking = await _lacking_provenance(db, collection, present, key)
+        outcome.provenance_added += await _add_provenance(db, collection, [d for d in docs if d["_id"] in lacking], key)
+        outcome.seconds[collection] = time.perf_counter() - started
+    started = time.perf_counter()
+
+    # 2. Runs: what is stored already, by digest and by source record.
+    by_digest = {doc["_id"]: doc for doc in plan.runs}
+    stored = await _ids_in(db, "runs", by_digest)
+    outcome.runs_unchanged = len(stored)
+    lacking = await _lacking_provenance(db, "runs", stored, key)
+    outcome.provenance_added += await _add_provenance(db, "runs", [by_digest[d] for d in lacking], key)
+    fresh = [doc for digest, doc in by_digest.items() if digest not in stored]
+    held = await _current_by_source_record(db, [(d["source"], d["externalId"]) for d in fresh if "externalId" in d])
+    kept = []
+    for doc in fresh:
+        ours = held.get((doc["source"], doc.get("externalId"), doc["groupKey"]))
+        if ours is not None:
+            outcome.reconciled.append((doc["source"], doc["externalId"], ours, doc["_id"]))
+        else:
+            kept.append(doc)
+    outcome.runs_new = len(kept)
+
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for doc in kept:
+        by_group.setdefault(doc["groupKey"], []).append(doc)
+    # Record history: events of this export not yet kept (by the export's event id).
+    history_ids = {e["_id"] for events_ in plan.history.values() for e in events_}
+    history_present = await _ids_in(db, HISTORY, history_ids)
+    history_new = {k: [e for e in v if e["_id"] not in history_present] for k, v in plan.history.items()}
+    touched = sorted(set(by_group) | {k for k, v in history_new.items() if v})
+    outcome.groups_touched = len(by_group)
+    outcome.history_new = sum(len(v) for v in history_new.values())
+
+    outcome.seconds["runs: what is stored"] = time.perf_counter() - started
+    started = time.perf_counter()
+    batch: list[str] = []
+    size = 0
+    for group_key in touched:
+        batch.append(group_key)
+        size += len(by_group.get(group_key, ()))
+        if size >= RUNS_PER_TRANSACTION:
+            await _write_groups(db, plan, batch, by_group, history_new, now)
+            batch, size = [], 0
+    if batch:
+        await _write_groups(db, plan, batch, by_group, history_new, now)
+
+    outcome.seconds["runs, cohorts, history (transactions)"] = time.perf_counter() - started
+    # 3. The import's record, last: its presence means everything above is stored.
+    if await db[IMPORTS].find_one({"_id": key}, {"_id": 1}) is None:
+        await db[IMPORTS].insert_one({"_id": key, **plan.import_record, "importedAt": now})
+    return outcome
+
+
+async def _current_by_source_record(db: AsyncDatabase, records: list[tuple[str, str]]) -> dict[tuple[str, str, str], str]:
+    """(source, externalId, cohort) → the current run that holds that source record."""
+    out: dict[tuple[str, str, str], str] = {}
+    by_source: dict[str, set[str]] = {}
+    for source, external_id in records:
+        by_source.setdefault(source, set()).add(external_id)
+    for source, ids in by_source.items():
+        for chunk in chunked(sorted(ids), 500):
+            query = {"source": source, "externalId": {"$in": chunk}, "current": True}
+            async for doc in db.runs.find(query, {"_id": 1, "externalId": 1, "groupKey": 1}):
+                out[(source, doc["externalId"], doc["groupKey"])] = doc["_id"]
+    return out
+
+
+async def _write_groups(
+    db: AsyncDatabase,
+    plan: CatalogWrite,
+    group_keys: list[str],
+    by_group: dict[str, list[dict[str, Any]]],
+    history: dict[str, list[dict[str, Any]]],
+    now: datetime,
+) -> None:
+    async def work(session: AsyncClientSession) -> None:
+        # Everything decided here is read inside the transaction (a retry starts over).
+        groups = {g["_id"]: g async for g in db.comparison_groups.find({"_id": {"$in": group_keys}}, session=session)}
+        members: dict[str, list[dict[str, Any]]] = {}
+        for chunk in chunked(group_keys, 500):
+            query = {"groupKey": {"$in": chunk}, "current": True}
+            async for doc in db.runs.find(query, {"_id": 1, "groupKey": 1, "rank": 1, "rankValue": 1, "rankNoise": 1}, session=session):
+                members.setdefault(doc["groupKey"], []).append(doc)
+        arriving = [dict(doc) for key in group_keys for doc in by_group.get(key, ())]
+        first_seq = await events.reserve(db, len(arriving) + len(group_keys), session) if arriving or group_keys else 0
+        seq = first_seq
+        new_groups, group_updates, rank_updates, event_docs = [], [], [], []
+        for doc in arriving:
+            doc.update(seq=seq, current=True, storedAt=now)
+            seq += 1
+        by_key: dict[str, list[dict[str, Any]]] = {}
+        for doc in arriving:
+            by_key.setdefault(doc["groupKey"], []).append(doc)
+        for key in group_keys:
+            group = groups.get(key)
+            if group is None:
+                group = {**plan.groups[key], "_id": key, "size": 0, "rankedSize": 0, "leaderDigest": None, "createdAt": now}
+                new_groups.append(group)
+            rule = RankRule(**group["rankRule"])
+            old = members.get(key, [])
+            incoming = by_key.get(key, [])
+            ranks = rank_entries(rule, [Entry(m["_id"], m.get("rankValue"), m.get("rankNoise") or 0.0) for m in [*old, *incoming]])
+            for doc in incoming:
+                doc["rank"] = ranks[doc["_id"]]
+                doc["rankOrder"] = rank_order(doc["rank"])
+            for m in old:
+                if m.get("rank") != ranks[m["_id"]]:
+                    rank_updates.append(
+                        UpdateOne({"_id": m["_id"]}, {"$set": {"rank": ranks[m["_id"]], "rankOrder": rank_order(ranks[m["_id"]])}})
+                    )
+            new_leader = leader(ranks)
+            size = len(ranks)
+            ranked = sum(1 for r in ranks.values() if r is not None)
+            old_leader = group.get("leaderDigest")
+            group_updates.append(
+                UpdateOne({"_id": key}, {"$set": {"size": size, "rankedSize": ranked, "leaderDigest": new_leader, "updatedAt": now}})
+            )
+            for doc in incoming:
+                event_docs.append(
+                    events.event_document(
+                        doc["seq"],
+                        "run.published",
+                        now,
+                        runDigest=doc["_id"],
+                        groupKey=key,
+                        definitionDigest=doc["definitionDigest"],
+                        gpu=doc["gpu"],
+                        source=doc["source"],
+                    )
+                )
+            event_docs.append(
+                events.event_document(
+                    seq,
+                    "group.changed",
+                    now,
+                    groupKey=key,
+                    definitionDigest=group["definitionDigest"],
+                    oldLeader=old_leader,
+                    newLeader=new_leader,
+                    leaderChanged=new_leader != old_leader,
+                    size=size,
+                )
+            )
+            seq += 1
+        if new_groups:
+            await db.comparison_groups.insert_many(new_groups, ordered=False, session=session)
+        if arriving:
+            await db.runs.insert_many(arriving, ordered=False, session=session)
+        if rank_updates:
+            await db.runs.bulk_write(rank_updates, ordered=False, session=session)
+        await db.comparison_groups.bulk_write(group_updates, ordered=False, session=session)
+        entries = [{**e, "storedAt": now} for key in group_keys for e in history.get(key, ())]
+        if entries:
+            await db[HISTORY].insert_many(entries, ordered=False, session=session)
+        if event_docs:
+            await db.events.insert_many(event_docs, ordered=False, session=session)
+
+    await in_transaction(db, work)
+
+
+async def catalog_imports(db: AsyncDatabase) -> list[dict[str, Any]]:
+    return await db[IMPORTS].find({}).sort("importedAt", 1).to_list()
+
+
+async def group_history(db: AsyncDatabase, group_key: str, limit: int = 100) -> list[dict[str, Any]]:
+    return await db[HISTORY].find({"comparisonKey": group_key}).sort("at", -1).limit(limit).to_list()
+
+
+UNRANKED = UNRANKED_ORDER
