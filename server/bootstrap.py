@@ -1,8 +1,11 @@
 """Data on first start: what `serve` loads, idempotently, before it answers requests.
 
 - `data/snapshots/<source>/`: saved responses of each source registered in loaders/sources.py
-  (SOL-ExecBench's; GPU MODE KernelBot rows in the datasets-server's shape, synthetic, see its
-  meta.json), imported through the pipeline (loaders/pipeline.py `import_bundled`).
+  (SOL-ExecBench's), imported through the pipeline (loaders/pipeline.py `import_bundled`). The
+  synthetic GPU MODE boards are test fixtures now (tests/fixtures/gpumode-synthetic/).
+- `data/kernelindex-catalog/`: the KernelIndex public catalog export (its latest.json names the
+  file), imported after the snapshots (so our own objects' metadata is the one kept) unless its
+  import record is stored already: a restart reads nothing of it.
 - `data/controlled/**/manifests.json`: our own harness's manifests (definitions, workloads,
   protocols, environments, implementations, runs).
 - `data/code-pins.json`: the commits holding the code of revisions published without one.
@@ -17,7 +20,8 @@ import json
 from pathlib import Path
 
 from loaders.manifest_files import read_manifests
-from loaders.pipeline import import_bundled
+from loaders.kernelindex_catalog.fetch import CatalogRefused
+from loaders.pipeline import import_bundled, run_catalog_import
 from registry.code import PinsError, parse_pins
 from registry.dsse import keyid, load_public_key
 from server.settings import Settings
@@ -49,6 +53,12 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path) -> None:
         db = client[settings.database]
         await ensure_schema(db)
         await import_bundled(db, data_dir)
+        catalog = data_dir / "kernelindex-catalog"
+        if (catalog / "latest.json").is_file():
+            try:
+                await run_catalog_import(db, target=str(catalog), console=None, skip_if_imported=True)
+            except CatalogRefused as refused:
+                raise BootstrapError(f"{catalog}: " + "; ".join(refused.problems)) from None
         manifests = []
         for path in sorted((data_dir / "controlled").rglob("manifests.json")):
             manifests += read_manifests(path)

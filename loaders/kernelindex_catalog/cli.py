@@ -107,9 +107,9 @@ async def run_import(
             report.seconds = time.perf_counter() - started
             return report
         step("fetch", "decompress")
-        lines = parse(fetched)
-        step("decompress and parse", f"check {len(lines):,} rows")
-        catalog = normalize(fetched.file_name, lines)
+        parsed = parse(fetched)
+        step("decompress and parse", f"check {len(parsed.lines):,} rows")
+        catalog = normalize(fetched.file_name, parsed)
         report.read, report.refused = catalog.read, catalog.refused
         step("check digests and rows", "prepare documents")
         plan = plan_write(catalog, fetched, datetime.now(UTC))

@@ -20,7 +20,7 @@ from typing import Any
 
 from loaders.kernelindex_catalog import SERVING_TABLES
 from loaders.kernelindex_catalog.fetch import CatalogRefused
-from loaders.kernelindex_catalog.parse import Line, capped
+from loaders.kernelindex_catalog.parse import Line, Parsed, capped
 from registry.digest_check import identity, matches_digest
 
 try:  # the v1alpha1 models (engineer A's registry/format.py)
@@ -247,8 +247,9 @@ class _Checker:
 
     refused_ids: dict[str, set[str]]
 
-    def run(self, lines: list[Line]) -> Catalog:
+    def run(self, lines: list[Line], problems: list[str]) -> Catalog:
         self.refused_ids = {}
+        self.errors = list(problems)
         by_table: dict[str, list[Line]] = {}
         for line in lines:
             by_table.setdefault(line.table, []).append(line)
@@ -287,9 +288,9 @@ class _Checker:
         return None
 
 
-def normalize(file_name: str, lines: list[Line]) -> Catalog:
-    """Raise CatalogRefused (every integrity problem, one a line) or return what passed."""
-    return _Checker(file_name).run(lines)
+def normalize(file_name: str, parsed: Parsed) -> Catalog:
+    """Raise CatalogRefused (every integrity problem, parse.py's too, one a line) or return what passed."""
+    return _Checker(file_name).run(parsed.lines, parsed.problems)
 
 
 def is_serving(table: str) -> bool:

@@ -1,8 +1,9 @@
 """Decompress the export and split it into `(line, table, row)` records.
 
 Refused as a whole (nothing is written): a zstd stream that does not decompress or ends before
-its frame does (truncated), a line that is not a JSON object `{"table", "row"}`, a table this
-loader does not know, and a line count other than the pointer's.
+its frame does (truncated) at once; a line that is not a JSON object `{"table", "row"}`, a table
+this loader does not know, and a line count other than the pointer's after the rows are checked
+too, so that every problem gets its line.
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ def decompress(fetched: Fetched) -> bytes:
     return data
 
 
-def split_lines(fetched: Fetched, data: bytes) -> list[Line]:
+@dataclass
+class Parsed:
+    lines: list[Line]
+    problems: list[str]  # bad lines, unknown tables, a wrong line count: the rows are still checked
+
+
+def split_lines(fetched: Fetched, data: bytes) -> Parsed:
     name = fetched.file_name
     problems: list[str] = []
     if data and not data.endswith(b"\n"):
@@ -77,9 +84,7 @@ def split_lines(fetched: Fetched, data: bytes) -> list[Line]:
     pointer = fetched.pointer
     if pointer is not None and len(raw_lines) != pointer.lines:
         problems.append(f"{name}: {len(raw_lines)} lines, latest.json says {pointer.lines}")
-    if problems:
-        raise CatalogRefused(capped(problems))
-    return lines
+    return Parsed(lines, problems)
 
 
 def capped(problems: list[str]) -> list[str]:
@@ -88,5 +93,7 @@ def capped(problems: list[str]) -> list[str]:
     return [*problems[:MAX_PROBLEMS], f"… and {len(problems) - MAX_PROBLEMS} more problems of the same export"]
 
 
-def parse(fetched: Fetched) -> list[Line]:
+def parse(fetched: Fetched) -> Parsed:
+    """The lines that are rows of known tables, and the problems of the others (normalize.py
+    reports them with its own, all at once)."""
     return split_lines(fetched, decompress(fetched))
