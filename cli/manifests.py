@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from cli.common import fail, with_db
 from server.settings import Settings
@@ -19,6 +20,13 @@ def register(sub) -> None:
     export = sub.add_parser("export", help="write stored manifests as JSON Lines to stdout")
     export.add_argument(
         "--kind", default=None, choices=list(COLLECTION_BY_KIND), metavar="KIND", help="only this kind: " + ", ".join(COLLECTION_BY_KIND)
+    )
+    export.add_argument(
+        "--catalog",
+        type=Path,
+        default=None,
+        metavar="OUT.jsonl.zst",
+        help="write the registry as a KernelIndex catalog export (zstd JSON Lines, latest.json beside it)",
     )
     export.set_defaults(handler=cmd_export)
 
@@ -37,6 +45,8 @@ def cmd_load(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    if args.catalog is not None:
+        return _export_catalog(args, settings)
     kinds = [args.kind] if args.kind else list(COLLECTION_BY_KIND)
 
     async def export(db) -> None:
@@ -46,6 +56,23 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
                 sys.stdout.write(json.dumps(manifest, ensure_ascii=False, separators=(",", ":")) + "\n")
 
     with_db(settings, export)
+    return 0
+
+
+def _export_catalog(args: argparse.Namespace, settings: Settings) -> int:
+    if args.kind:
+        return fail("--kind: not with --catalog (a catalog export holds every kind)")
+    if not args.catalog.name.endswith(".jsonl.zst"):
+        return fail(f"--catalog: {args.catalog}: the file name must end in .jsonl.zst")
+    from loaders.kernelindex_catalog.export import export_catalog
+
+    async def export(db) -> dict:
+        return await export_catalog(db, args.catalog)
+
+    pointer = with_db(settings, export)
+    counts = ", ".join(f"{table} {count:,}" for table, count in pointer["counts"].items())
+    print(f"{args.catalog} · {pointer['lines']:,} lines · {pointer['sizeBytes']:,} bytes · sha256 {pointer['sha256']}", file=sys.stderr)
+    print(f"{counts}; latest.json beside it", file=sys.stderr)
     return 0
 
 

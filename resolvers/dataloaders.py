@@ -12,6 +12,7 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 
 from resolvers.node_types import NODE_TYPES
+from resolvers.v1alpha1 import workload_definition_digest
 from store.chunks import chunked
 from store.client import Database
 from store.lookups import by_ids, where_in
@@ -71,10 +72,14 @@ class Loaders:
             return await where_in(db, "comparison_groups", "definitionDigest", keys)
 
         async def workloads_of_definitions(keys: list[str]) -> list[Doc]:
-            return await where_in(db, "workloads", "spec.definitionDigest", keys)
+            # Our suites name their definition in spec.definitionDigest; v1alpha1 workloads (the
+            # catalog's) in spec.operationSpecDigest, kept beside the manifest as definitionDigest.
+            return await where_in(db, "workloads", "spec.definitionDigest", keys) + await where_in(
+                db, "workloads", "definitionDigest", keys
+            )
 
         self.groups_by_definition = _grouped_loader(groups_of_definitions, lambda g: g.definition_digest)
-        self.workloads_by_definition = _grouped_loader(workloads_of_definitions, lambda d: d["spec"]["definitionDigest"])
+        self.workloads_by_definition = _grouped_loader(workloads_of_definitions, workload_definition_digest)
 
     def for_type(self, type_name: str) -> DataLoader[str, Doc | None]:
         return getattr(self, NODE_TYPES[type_name].loader)

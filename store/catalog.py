@@ -295,6 +295,23 @@ async def _write_groups(
     await in_transaction(db, work)
 
 
+_IMPORT_RECORDS: dict[str, dict[str, Any]] = {}
+
+
+async def import_record(db: AsyncDatabase, export_sha256: str) -> dict[str, Any] | None:
+    """The stored record of an export's import (immutable once written: cached per process)."""
+    if export_sha256 not in _IMPORT_RECORDS:
+        record = await db[IMPORTS].find_one({"_id": export_sha256})
+        if record is None:
+            return None
+        _IMPORT_RECORDS[export_sha256] = record
+    return _IMPORT_RECORDS[export_sha256]
+
+
+async def catalog_runs_in_group(db: AsyncDatabase, group_key: str) -> int:
+    return await db.runs.count_documents({"groupKey": group_key, "current": True, f"{PROVENANCE}.0": {"$exists": True}})
+
+
 async def catalog_imports(db: AsyncDatabase) -> list[dict[str, Any]]:
     return await db[IMPORTS].find({}).sort("importedAt", 1).to_list()
 

@@ -51,8 +51,19 @@ async def run_by_external_id(db: AsyncDatabase, source: str, external_id: str) -
     return await db.runs.find_one({"source": source, "externalId": external_id, "current": True})
 
 
+# Our definitions have `spec.name`; v1alpha1 OperationSpecs (the catalog's) have none and are
+# listed after ours by `metadata.name`; their cursors carry this prefix.
+V1_CURSOR = "v1:"
+
+
+def definition_cursor(doc: Doc) -> str:
+    name = doc["spec"].get("name")
+    return name if name is not None else V1_CURSOR + doc["metadata"]["name"]
+
+
 async def definitions_by_name(db: AsyncDatabase) -> list[Doc]:
-    return await db.definitions.find({}).sort("spec.name", 1).to_list()
+    ours = await db.definitions.find({"spec.name": {"$exists": True}}).sort("spec.name", 1).to_list()
+    return ours + await db.definitions.find({"spec.name": {"$exists": False}}).sort("metadata.name", 1).to_list()
 
 
 async def definitions_page(db: AsyncDatabase, *, words: list[str], first: int, after_name: str | None) -> tuple[list[Doc], bool, int]:
@@ -61,7 +72,11 @@ async def definitions_page(db: AsyncDatabase, *, words: list[str], first: int, a
     query: dict[str, Any] = (
         {
             "$and": [
-                {"$or": [{field: {"$regex": re.escape(word), "$options": "i"}} for field in ("spec.name", "metadata.title")]}
+                {
+                    "$or": [
+                        {field: {"$regex": re.escape(word), "$options": "i"}} for field in ("spec.name", "metadata.name", "metadata.title")
+                    ]
+                }
                 for word in words
             ]
         }
@@ -69,14 +84,21 @@ async def definitions_page(db: AsyncDatabase, *, words: list[str], first: int, a
         else {}
     )
     total = await db.definitions.count_documents(query)
-    if after_name is not None:
-        query = {"$and": [query, {"spec.name": {"$gt": after_name}}]}
-    docs = await db.definitions.find(query).sort("spec.name", 1).limit(first + 1).to_list()
+    docs: list[Doc] = []
+    if after_name is None or not after_name.startswith(V1_CURSOR):
+        ours = {"spec.name": {"$exists": True, **({"$gt": after_name} if after_name is not None else {})}}
+        docs = await db.definitions.find({"$and": [query, ours]}).sort("spec.name", 1).limit(first + 1).to_list()
+    if len(docs) <= first:
+        theirs: dict[str, Any] = {"spec.name": {"$exists": False}}
+        if after_name is not None and after_name.startswith(V1_CURSOR):
+            theirs["metadata.name"] = {"$gt": after_name.removeprefix(V1_CURSOR)}
+        docs += await db.definitions.find({"$and": [query, theirs]}).sort("metadata.name", 1).limit(first + 1 - len(docs)).to_list()
     return docs[:first], len(docs) > first, total
 
 
 async def definition_named(db: AsyncDatabase, name: str) -> Doc | None:
-    return await db.definitions.find_one({"spec.name": name})
+    """Ours by `spec.name`; a v1alpha1 OperationSpec (no spec.name) by its `metadata.name`."""
+    return await db.definitions.find_one({"spec.name": name}) or await db.definitions.find_one({"metadata.name": name})
 
 
 async def related_definitions(db: AsyncDatabase, *, digest: str, name: str, names: list[str], digests: list[str]) -> list[Doc]:

@@ -81,8 +81,9 @@ DOSSIER = """query Dossier($id: ID!) { run(id: $id) {
   labels { key value }
   primaryMeasurement { statistic valueNs display }
   measurements { statistic display }
-  group { id title size rankedSize leader { digest title } sourceNative rankRule { metric order tieTest } }
+  group { id title size rankedSize catalogRuns leader { digest title } sourceNative rankRule { metric order tieTest } }
   sourceNative { sourceTitle benchmark externalReference solExecBench { summary } metrics { name value text } }
+  provenance { exportFile exportSha256 source sourceName license attribution url text }
   identity { comparisonKey externalReference sourceTitle protocolDigest workloadDigest environmentDigest implementationDigest }
   implementation { name project revision architectures code { repository commit path paths digest url } }
   correctness { statement policy }

@@ -170,6 +170,7 @@ def plan_write(catalog: Catalog, fetched: Fetched, now: datetime) -> CatalogWrit
             **_manifest_fields(row["manifest"]),
             "storedAt": now,
             "definitionDigest": operations[row["operationId"]]["semanticDigest"],
+            "projectName": (catalog.table("projects").get(row.get("projectId")) or {}).get("name"),
             "catalog": _row_fields(row),
             PROVENANCE: provenance(used_by.get(("implementations", row_id), set()), row_id),
         }
@@ -311,6 +312,7 @@ def plan_write(catalog: Catalog, fetched: Fetched, now: datetime) -> CatalogWrit
         "pointer": fetched.pointer.to_json() if fetched.pointer else None,
         "location": fetched.location,
         "sources": list(sources.values()),
+        "sourceRows": list(catalog.table("sources").values()),
         "rows": dict(catalog.read),
         "refused": dict(catalog.refused_by_table()),
     }

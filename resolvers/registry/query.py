@@ -19,7 +19,7 @@ from resolvers.types.definition import Definition, DefinitionSearch
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.node import Node
 from resolvers.types.run import Run, run_connection
-from store.queries import definition_named, definitions_by_name, definitions_page, run_by_external_id, runs_page
+from store.queries import definition_cursor, definition_named, definitions_by_name, definitions_page, run_by_external_id, runs_page
 
 
 def _key(global_id: str, expected: str | None = None) -> tuple[str, str]:
@@ -118,7 +118,7 @@ class Query:
         docs, more, total = await definitions_page(
             info.context.db, words=text.lower().split(), first=check_first(first), after_name=after_name
         )
-        page = connection(docs, more, Definition.from_doc, lambda d: encode_cursor("definitions", d["spec"]["name"]))
+        page = connection(docs, more, Definition.from_doc, lambda d: encode_cursor("definitions", definition_cursor(d)))
         return DefinitionSearch(edges=page.edges, page_info=page.page_info, total_count=total)
 
     @strawberry.field(description="One definition by ID or by name.")

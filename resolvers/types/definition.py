@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import strawberry
 from strawberry.scalars import JSON
 
-from resolvers import ids
+from resolvers import ids, v1alpha1
 from resolvers.context import Info
 from resolvers.cost_limit import MANIFEST_KIB, PAGE, weighs
 from resolvers.types.connection import Connection
@@ -47,15 +47,15 @@ class DefinitionRelation:
     notes: str | None
 
 
-def _tensors(mapping: dict[str, Any]) -> list[TensorSpec]:
+def _tensors(tensors: list[dict[str, Any]]) -> list[TensorSpec]:
     return [
         TensorSpec(
-            name=name,
+            name=t["name"],
             shape=None if t.get("shape") is None else [str(s) for s in t["shape"]],
             dtype=t["dtype"],
             description=t.get("description"),
         )
-        for name, t in mapping.items()
+        for t in tensors
     ]
 
 
@@ -83,23 +83,14 @@ class Definition(Node):
         return cls(
             id=strawberry.ID(ids.encode("Definition", doc["_id"])),
             digest=doc["_id"],
-            name=spec["name"],
+            name=v1alpha1.definition_name(doc),
             title=doc["metadata"].get("title"),
-            description=spec["description"],
-            semantics=spec.get("semantics"),
-            tags=spec.get("tags", []),
-            axes=[
-                Axis(
-                    name=name,
-                    type=a["type"],
-                    value=a.get("value"),
-                    expression=a.get("expression"),
-                    description=a.get("description"),
-                )
-                for name, a in spec["axes"].items()
-            ],
-            inputs=_tensors(spec["inputs"]),
-            outputs=_tensors(spec["outputs"]),
+            description=v1alpha1.definition_description(doc),
+            semantics=v1alpha1.definition_semantics(doc),
+            tags=v1alpha1.definition_tags(doc),
+            axes=[Axis(**a) for a in v1alpha1.definition_axes(doc)],
+            inputs=_tensors(v1alpha1.definition_tensors(doc, "inputs")),
+            outputs=_tensors(v1alpha1.definition_tensors(doc, "outputs")),
             relations=[
                 DefinitionRelation(
                     relation=r["relation"],

@@ -13,6 +13,7 @@ from resolvers.cost_limit import MANIFEST_KIB, weighs
 from resolvers.types.common import Label, labels_of
 from resolvers.types.node import Node
 from resolvers.types.protocol import manifest_json
+from resolvers.v1alpha1 import software_field, software_libraries
 
 
 @strawberry.type
@@ -42,17 +43,17 @@ class Environment(Node):
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Environment:
         spec = doc["spec"]
-        hardware, software = spec["hardware"], spec.get("software", {})
+        hardware = spec["hardware"]
         return cls(
             id=strawberry.ID(ids.encode("Environment", doc["_id"])),
             digest=doc["_id"],
             name=doc["metadata"]["name"],
             title=doc["metadata"].get("title"),
             gpu=Gpu(vendor=hardware.get("vendor"), product=hardware["product"], architecture=hardware["architecture"]),
-            driver=software.get("driver"),
-            cuda=software.get("cuda"),
-            os=software.get("os"),
-            libraries=labels_of(software.get("libraries")),
+            driver=software_field(spec, "driver"),
+            cuda=software_field(spec, "cuda"),
+            os=software_field(spec, "os"),
+            libraries=labels_of(software_libraries(spec)),
             manifest=manifest_json(doc),
         )
 

@@ -13,6 +13,7 @@ from resolvers.types.common import check_first, decode_cursor, encode_cursor
 from resolvers.types.connection import Connection
 from resolvers.types.environment import Gpu
 from resolvers.types.node import Node
+from store.catalog import catalog_runs_in_group
 from store.group_members import group_runs_page
 from store.read_models import ComparisonGroupDocument
 
@@ -48,6 +49,10 @@ class ComparisonGroup(Node):
     definition_digest: str
     workload_digest: str
     leader_digest: strawberry.Private[str | None]
+
+    @strawberry.field(description="How many current runs of this group were imported from a catalog export (the bundled data).")
+    async def catalog_runs(self, info: Info) -> int:
+        return await catalog_runs_in_group(info.context.db, self.key)
 
     @classmethod
     def from_doc(cls, doc: ComparisonGroupDocument) -> ComparisonGroup:

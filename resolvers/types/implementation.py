@@ -8,7 +8,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from registry import architectures
-from resolvers import ids
+from resolvers import ids, v1alpha1
 from resolvers.context import Info
 from resolvers.cost_limit import MANIFEST_KIB, PAGE, weighs
 from resolvers.types.connection import Connection
@@ -83,17 +83,17 @@ class Implementation(Node):
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Implementation:
         spec = doc["spec"]
-        source = spec.get("source") or {}
+        fields = v1alpha1.implementation_fields(doc)
         return cls(
             id=strawberry.ID(ids.encode("Implementation", doc["_id"])),
             digest=doc["_id"],
-            name=spec["name"],
-            project=spec["project"],
-            revision=spec["revision"],
-            definition_digest=spec["definitionDigest"],
-            source=source.get("source"),
-            external_id=source.get("externalId"),
-            architectures=list(architectures.declared(spec)),
+            name=fields["name"],
+            project=fields["project"],
+            revision=fields["revision"],
+            definition_digest=fields["definitionDigest"],
+            source=fields["source"],
+            external_id=fields["externalId"],
+            architectures=list(v1alpha1.implementation_architectures(doc) or architectures.declared(spec)),
             manifest=manifest_json(doc),
             doc=doc,
         )

@@ -11,6 +11,7 @@ from resolvers import ids
 from resolvers.context import Info
 from resolvers.cost_limit import MANIFEST_KIB, weighs
 from resolvers.types.node import Node
+from resolvers.v1alpha1 import harness_version
 
 
 @strawberry.type
@@ -55,7 +56,7 @@ class Protocol(Node):
             digest=doc["_id"],
             name=doc["metadata"]["name"],
             title=doc["metadata"].get("title"),
-            harness=Harness(**spec["harness"]),
+            harness=Harness(name=spec["harness"]["name"], version=harness_version(spec)),
             timer=measurement["timer"],
             primary_statistic=measurement["primaryStatistic"],
             warmups=measurement.get("warmups"),
@@ -67,7 +68,7 @@ class Protocol(Node):
             correctness_rounds=correctness.get("rounds"),
             correctness_policy=correctness.get("policy"),
             comparability_family=comparability["family"],
-            comparability_version=comparability.get("version") or spec["harness"]["version"],
+            comparability_version=comparability.get("version") or harness_version(spec),
             comparability_notes=comparability.get("notes"),
             notes=[annotations[k] for k in sorted(annotations)],
             manifest=manifest_json(doc),

@@ -36,6 +36,8 @@ from resolvers.types.node import Node
 from resolvers.types.note import Note
 from resolvers.types.protocol import Protocol, manifest_json
 from resolvers.types.workload import Workload
+from resolvers.v1alpha1 import harness_version, run_latencies
+from store.catalog import import_record
 from store.notes import notes_page
 from store.queries import attestations_page
 
@@ -181,6 +183,50 @@ class CaseResult:
     correctness: list[OutputCheck]
 
 
+@strawberry.type(description="Where a record imported from a catalog export comes from, and on what terms.")
+class Provenance:
+    export_file: str = strawberry.field(description="The export the record was read from, e.g. catalog-2026-08-16-0022af0b.jsonl.zst.")
+    export_sha256: str
+    export_license: str | None
+    source: str | None = strawberry.field(description="The original source's key, e.g. gpumode-kernelbot.")
+    source_name: str | None
+    license: str | None = strawberry.field(description="The original source's licence or terms.")
+    attribution: str | None = strawberry.field(description="The attribution the source asks for.")
+    url: str | None
+    text: str = strawberry.field(description="All of it in one sentence, as the dossier shows it.")
+
+
+async def provenance_of(info: Info, doc: dict[str, Any]) -> list[Provenance]:
+    out = []
+    for record in doc.get("provenance") or ():
+        export = record["export"]
+        stored = await import_record(info.context.db, export["sha256"]) or {}
+        sources = {s["slug"]: s for s in stored.get("sources", [])}
+        for slug in record.get("sources") or [None]:
+            source = sources.get(slug, {})
+            parts = [f"From {export['file']} (sha256 {export['sha256'][:16]}…)"]
+            if source:
+                parts.append(f"original source {source.get('name', slug)}")
+                if source.get("license"):
+                    parts.append(f"licence: {source['license']}")
+                if source.get("attribution"):
+                    parts.append(f"attribution: {source['attribution']}")
+            out.append(
+                Provenance(
+                    export_file=export["file"],
+                    export_sha256=export["sha256"],
+                    export_license=(stored.get("export") or {}).get("license"),
+                    source=slug,
+                    source_name=source.get("name"),
+                    license=source.get("license"),
+                    attribution=source.get("attribution"),
+                    url=source.get("url"),
+                    text=" · ".join(parts) + ".",
+                )
+            )
+    return out
+
+
 @strawberry.type
 class Citation:
     permalink: str
@@ -256,12 +302,12 @@ class Run(Node):
 
     @strawberry.field(description="The statistic the protocol ranks by, and its value.")
     def primary_measurement(self) -> Measurement:
-        timing = self.doc["spec"]["timing"]
-        return _measurement(timing["primaryStatistic"], timing["latencyNs"][timing["primaryStatistic"]])
+        primary, values = run_latencies(self.doc)
+        return _measurement(primary, values.get(primary, 0))
 
     @strawberry.field(description="Every latency statistic the run reports.")
     def measurements(self) -> list[Measurement]:
-        return [_measurement(k, v) for k, v in self.doc["spec"]["timing"]["latencyNs"].items()]
+        return [_measurement(k, v) for k, v in run_latencies(self.doc)[1].items()]
 
     @strawberry.field(description="Suite-level aggregates (controlled runs).", directives=weighs(SMALL_JSON_KIB))
     def aggregates(self) -> JSON:
@@ -331,7 +377,7 @@ class Run(Node):
         source = self.doc["source"]
         status = self.doc["status"]
         if source == "kernelindex":
-            statement = f"{status.capitalize()} under {protocol['spec']['harness']['name']} {protocol['spec']['harness']['version']}"
+            statement = f"{status.capitalize()} under {protocol['spec']['harness']['name']} {harness_version(protocol['spec'])}"
             if checks.get("rounds"):
                 statement += f": {checks['rounds']} rounds of fresh inputs against the definition's reference"
             statement += "."
@@ -364,6 +410,10 @@ class Run(Node):
         after_seq = decode_cursor(after, "notes", 1)[0] if after else None
         docs, more = await notes_page(info.context.db, run_digest=self.digest, first=check_first(first), after_seq=after_seq)
         return connection(docs, more, Note.from_doc, lambda d: encode_cursor("notes", d.seq))
+
+    @strawberry.field(description="Where the record comes from when it was imported from a catalog export (empty otherwise).")
+    async def provenance(self, info: Info) -> list[Provenance]:
+        return await provenance_of(info, self.doc)
 
     @strawberry.field(description="How to cite this record: permalink, digest and access date.")
     def citation(self, info: Info) -> Citation:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import strawberry
 from strawberry.scalars import JSON
 
-from resolvers import ids
+from resolvers import ids, v1alpha1
 from resolvers.context import Info
 from resolvers.cost_limit import MANIFEST_KIB, SMALL_JSON_KIB, weighs
 from resolvers.types.node import Node
@@ -48,23 +48,23 @@ class Workload(Node):
     def from_doc(cls, doc: dict[str, Any]) -> Workload:
         spec = doc["spec"]
         correctness = spec.get("correctness") or {}
-        cases = spec["cases"]
+        cases = v1alpha1.workload_cases(doc)
         return cls(
             id=strawberry.ID(ids.encode("Workload", doc["_id"])),
             digest=doc["_id"],
             name=doc["metadata"]["name"],
             title=doc["metadata"].get("title"),
-            definition_digest=spec["definitionDigest"],
+            definition_digest=v1alpha1.workload_definition_digest(doc),
             case_count=len(cases),
             cases=[
                 WorkloadCase(
                     index=c["index"],
                     axes=[AxisBinding(name=k, value=v) for k, v in c["axes"].items()],
-                    source_native=c.get("sourceNative", {}),
+                    source_native=c["sourceNative"],
                 )
                 for c in cases
             ],
-            aggregation=spec.get("aggregation", "mean latency"),
+            aggregation=v1alpha1.workload_aggregation(doc),
             comparator=correctness.get("comparator"),
             description=correctness.get("description"),
             manifest=manifest_json(doc),

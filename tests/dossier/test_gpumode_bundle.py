@@ -1,14 +1,14 @@
-"""The bundled GPU MODE snapshot as `serve` loads it: per-case statistics through GraphQL and on
-the dossier, ties from samples in the rank, and a second bootstrap that writes nothing."""
+"""The synthetic GPU MODE snapshot (a test fixture since the KernelIndex catalog's real boards are
+the default data) imported as the loader does: per-case statistics through GraphQL and on the
+dossier, ties from samples in the rank, and a second import that writes nothing."""
 
 from pathlib import Path
 
 import pytest
 
-from server.bootstrap import bootstrap
-from server.settings import Settings
+from loaders.gpumode.cli import run_import
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gpumode-synthetic"
 RUN = """query($id: String!) { runByExternalId(source: "gpumode", externalId: $id) {
   digest title rank status
   primaryMeasurement { statistic valueNs }
@@ -23,8 +23,8 @@ def external_id(user: int, board: int = 9399, gpu: str = "amd-instinct-mi300x") 
 
 
 @pytest.fixture
-async def seeded(db, mongo_uri):
-    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
+async def seeded(db):
+    await run_import(db, snapshot_dir=FIXTURE, console=None)
     return db
 
 
@@ -67,8 +67,8 @@ async def test_the_dossier_lists_each_cases_statistics(api, seeded):
     assert "k=7168 m=1024 n=1536 seed=8135" in html
 
 
-async def test_second_bootstrap_writes_nothing(seeded, mongo_uri):
+async def test_second_import_writes_nothing(seeded):
     counts = {name: await seeded[name].count_documents({}) for name in ("runs", "events", "source_snapshots", "comparison_groups")}
-    await bootstrap(mongo_uri, Settings(database=seeded.name), DATA)
+    await run_import(seeded, snapshot_dir=FIXTURE, console=None)
     assert {name: await seeded[name].count_documents({}) for name in counts} == counts
     assert await seeded.runs.count_documents({"source": "gpumode"}) == 10 + 5 + 6

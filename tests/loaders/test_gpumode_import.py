@@ -185,7 +185,7 @@ async def test_cli_imports_reports_per_board_and_gpu_and_reimports_nothing(db, m
 
 
 def test_the_bundled_snapshot_is_the_generators_output(tmp_path):
-    bundled = Path(__file__).resolve().parents[2] / "data" / "snapshots" / "gpumode"
+    bundled = Path(__file__).resolve().parents[1] / "fixtures" / "gpumode-synthetic"
     written = synthetic.write_bundle(tmp_path / "bundle")
     files = sorted(p.relative_to(written) for p in written.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(bundled) for p in bundled.rglob("*") if p.is_file())
