@@ -3,7 +3,8 @@
 Refused as a whole (nothing is written), one problem a line: a row without the fields its table
 must have, a digest that is not the digest of the manifest beside it (RFC 8785, registry/digest.py),
 a run whose protocol, environment, workload or implementation digest is not the digest of the
-object it names, a workload or implementation whose operation digest is not its operation's.
+object it names, a run whose comparison, protocol, environment or correctness key is not the one
+registry/comparison.py makes for it, a workload or implementation whose operation digest is not its operation's.
 
 Refused row by row (counted and reported with the reason; the rest is imported): a manifest the
 v1alpha1 models refuse (registry/format.py), a row that names a row the export does not hold or
@@ -21,6 +22,7 @@ from typing import Any
 from loaders.kernelindex_catalog import SERVING_TABLES
 from loaders.kernelindex_catalog.fetch import CatalogRefused
 from loaders.kernelindex_catalog.parse import Line, Parsed, capped
+from registry.comparison import cohort_of
 from registry.digest_check import identity, matches_digest
 
 try:  # the v1alpha1 models (engineer A's registry/format.py)
@@ -238,6 +240,16 @@ class _Checker:
             if spec.get("implementationDigest") != implementation["implementationDigest"]:
                 self.error(line, "manifest.run.spec.implementationDigest: is not the digest of its implementation (implementationId)")
                 return False
+            # The cohort keys, made again as the seed system makes them (registry/comparison.py).
+            try:
+                cohort = cohort_of(run_spec=spec, workload_spec=workload["manifest"]["spec"])
+            except (KeyError, TypeError) as error:
+                self.error(line, f"cannot make its cohort keys: {error!r} missing")
+                return False
+            for key in RUN_KEYS:
+                if row[key] != getattr(cohort, key):
+                    self.error(line, f"{key}: {row[key]} is not the key of its run ({getattr(cohort, key)})")
+                    return False
         elif table == "record_events":
             run = self.catalog.table("benchmark_runs")[row["runId"]]
             if row.get("comparisonKey") != run["comparisonKey"]:
@@ -249,6 +261,7 @@ class _Checker:
 
     def run(self, lines: list[Line], problems: list[str]) -> Catalog:
         self.refused_ids = {}
+        self.validated: dict[str, str | None] = {}  # digest → why the models refuse it (None: valid)
         self.errors = list(problems)
         by_table: dict[str, list[Line]] = {}
         for line in lines:
@@ -278,8 +291,13 @@ class _Checker:
     def model_refusal(self, line: Line) -> str | None:
         row = line.row
         if line.table == "benchmark_runs":
+            spec = row["manifest"]["run"]["spec"]
+            digests = {"run": row["runDigest"], "protocol": spec["protocolDigest"], "environment": spec["environmentDigest"]}
             for part in RUN_PARTS:
-                reason = _validate(row["manifest"][part])
+                # Runs share a few protocols and environments: each digest is validated once.
+                if digests[part] not in self.validated:
+                    self.validated[digests[part]] = _validate(row["manifest"][part])
+                reason = self.validated[digests[part]]
                 if reason is not None:
                     return f"manifest.{part}: {reason}"
             return None

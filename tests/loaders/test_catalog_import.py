@@ -18,6 +18,7 @@ from loaders.kernelindex_catalog.discover import locate
 from loaders.kernelindex_catalog.fetch import CatalogRefused, fetch
 from loaders.kernelindex_catalog.normalize import normalize
 from loaders.kernelindex_catalog.parse import parse
+from registry.comparison import cohort_of
 from registry.digest import digest_of
 from registry.digest_check import identity
 from tests.command import kernelindex
@@ -28,10 +29,12 @@ def quiet() -> Console:
     return Console(file=io.StringIO(), width=200)
 
 
-def test_every_digest_of_the_bundled_export_is_ours():
+def test_every_digest_and_cohort_key_of_the_bundled_export_is_ours():
     """RFC 8785 over {apiVersion, kind, spec} (registry/digest.py) gives every digest the export
-    states: operations, workloads, implementations, and each run with its protocol and environment."""
+    states: operations, workloads, implementations, and each run with its protocol and environment;
+    registry/comparison.py gives every run's comparison, protocol, environment and correctness key."""
     counts = Counter()
+    workloads = {item["row"]["id"]: item["row"] for item in bundled_lines() if item["table"] == "workloads"}
     for item in bundled_lines():
         table, row = item["table"], item["row"]
         if table == "operations":
@@ -45,6 +48,9 @@ def test_every_digest_of_the_bundled_export_is_ours():
             assert digest_of(identity(manifests["run"])) == row["runDigest"], row["id"]
             assert digest_of(identity(manifests["protocol"])) == spec["protocolDigest"]
             assert digest_of(identity(manifests["environment"])) == spec["environmentDigest"]
+            cohort = cohort_of(run_spec=spec, workload_spec=workloads[row["workloadId"]]["manifest"]["spec"])
+            keys = (cohort.comparisonKey, cohort.protocolKey, cohort.environmentKey, cohort.correctnessKey)
+            assert keys == (row["comparisonKey"], row["protocolKey"], row["environmentKey"], row["correctnessKey"]), row["id"]
             counts[spec["sourceNative"]["source"]] += 1
         counts[table] += 1
     assert counts["operations"] == 449 and counts["workloads"] == 5627 and counts["implementations"] == 4250
