@@ -32,7 +32,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from loaders.kernelindex_catalog.cli import run_import  # noqa: E402
+from loaders.pipeline import run_catalog_import as run_import  # noqa: E402
 from store.client import DURABLE_WRITES, make_client  # noqa: E402
 from store.embedded import EmbeddedServer, free_port  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402

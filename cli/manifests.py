@@ -64,7 +64,7 @@ def _export_catalog(args: argparse.Namespace, settings: Settings) -> int:
         return fail("--kind: not with --catalog (a catalog export holds every kind)")
     if not args.catalog.name.endswith(".jsonl.zst"):
         return fail(f"--catalog: {args.catalog}: the file name must end in .jsonl.zst")
-    from loaders.kernelindex_catalog.export import export_catalog
+    from cli.catalog_export import export_catalog
 
     async def export(db) -> dict:
         return await export_catalog(db, args.catalog)

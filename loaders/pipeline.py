@@ -22,18 +22,27 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from loaders.common.http import Response, SourceUnreachable
 from loaders.common.progress import import_progress
 from loaders.common.report import ImportReport, timed_import
 from loaders.common.source import RecordGroup, Rejected, RunManifests, Skipped, SourceLoader
+from loaders.kernelindex_catalog.cli import CatalogReport, print_report
+from loaders.kernelindex_catalog.discover import locate
+from loaders.kernelindex_catalog.fetch import CatalogRefused, fetch
+from loaders.kernelindex_catalog.normalize import normalize
+from loaders.kernelindex_catalog.parse import parse
+from loaders.kernelindex_catalog.publish import plan_write
 from loaders.sources import get
 from registry.digest import sha256_digest
 from store.bundle import Bundle
+from store.catalog import imported, write_catalog
 from store.client import Database
 from store.publish import publish_many
 from store.snapshots import save_snapshots
@@ -213,3 +222,75 @@ async def import_bundled(db: Database, data_dir: Path) -> None:
         folder = data_dir / (loader.bundled or f"snapshots/{loader.key}")
         if folder.is_dir():
             await run_import(loader, db, snapshot_dir=folder, console=None)
+
+
+# ---------------------------------------------------------------- the KernelIndex catalog export
+#
+# An export is checked whole before anything is written (loaders/kernelindex_catalog/: fetch,
+# parse, normalize, plan), then written in bulk by store.catalog (objects, runs, cohorts, record
+# history), not run by run through publish_many: 7,857 runs in 1,912 cohorts, each cohort ranked
+# once.
+
+
+async def run_catalog_import(
+    db: Database | None,
+    *,
+    target: str,
+    dry_run: bool = False,
+    console: Console | None = None,
+    skip_if_imported: bool = False,
+) -> CatalogReport:
+    """Raise CatalogRefused when the export cannot be imported (nothing written)."""
+    if db is None and not dry_run:
+        raise ValueError("a database is needed unless dry_run")
+    show = console is not None
+    console = console or Console(stderr=True)
+    report = CatalogReport(target=target, dry_run=dry_run)
+    started = time.perf_counter()
+    phase = started
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
+        console=console, transient=False, disable=not show,
+    ) as progress:  # fmt: skip
+        task = progress.add_task("read the export", total=5)
+
+        def step(name: str, description: str) -> None:
+            nonlocal phase
+            now = time.perf_counter()
+            report.phase_seconds[name] = now - phase
+            phase = now
+            progress.update(task, advance=1, description=description)
+
+        fetched = await fetch(locate(target))
+        report.file_name, report.sha256, report.notes = fetched.file_name, fetched.sha256, list(fetched.notes)
+        if skip_if_imported and db is not None and await imported(db, fetched.sha256) is not None:
+            report.skipped_as_imported = True
+            report.seconds = time.perf_counter() - started
+            return report
+        step("fetch", "decompress")
+        parsed = parse(fetched)
+        step("decompress and parse", f"check {len(parsed.lines):,} rows")
+        catalog = normalize(fetched.file_name, parsed)
+        report.read, report.refused = catalog.read, catalog.refused
+        step("check digests and rows", "prepare documents")
+        plan = plan_write(catalog, fetched, datetime.now(UTC))
+        step("prepare documents", "write" if not dry_run else "dry run: nothing written")
+        if not dry_run:
+            report.outcome = await write_catalog(db, plan, datetime.now(UTC))
+        step("write", "done")
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+async def catalog_import_command(db: Database | None, *, target: str, dry_run: bool, console: Console) -> int:
+    """Exit code: 0 all imported, 1 some rows refused (each reported), 2 the export refused as a
+    whole (one `error:` line per problem; nothing written)."""
+    try:
+        report = await run_catalog_import(db, target=target, dry_run=dry_run, console=console)
+    except CatalogRefused as refused:
+        for problem in refused.problems:
+            console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
+        console.print("error: nothing was written", markup=False, highlight=False, soft_wrap=True)
+        return 2
+    print_report(report, console)
+    return 1 if report.refused else 0

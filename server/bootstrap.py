@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from loaders.manifest_files import read_manifests
 from loaders.kernelindex_catalog.fetch import CatalogRefused
+from loaders.manifest_files import read_manifests
 from loaders.pipeline import import_bundled, run_catalog_import
 from registry.code import PinsError, parse_pins
 from registry.dsse import keyid, load_public_key

@@ -1,33 +1,23 @@
-"""`kernelindex import kernelindex-catalog FILE|URL`: the steps strung together, with a progress
-bar and a report.
+"""The report of `kernelindex import kernelindex-catalog FILE|URL` and how it is printed.
 
-    exit_code = await import_command(db, target=..., dry_run=..., console=Console())
-
-`run_import` reads the whole export and checks it (fetch → parse → normalize) before anything is
-written; an export refused as a whole raises `CatalogRefused` (its problems are printed as `error:`
-lines, exit code 2) and writes nothing. Rows refused one by one are reported with their reason
-(exit code 1); everything else is written by `store.catalog.write_catalog`.
+The steps are strung together by the import pipeline (loaders/pipeline.py `run_catalog_import`,
+`catalog_import_command`), the only part of an import that holds the database: it reads the whole
+export and checks it (fetch → parse → normalize here) before anything is written; an export
+refused as a whole raises `CatalogRefused` (its problems are printed as `error:` lines, exit code
+2) and writes nothing. Rows refused one by one are reported with their reason (exit code 1).
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from loaders.kernelindex_catalog import TABLES
-from loaders.kernelindex_catalog.discover import locate
-from loaders.kernelindex_catalog.fetch import CatalogRefused, fetch
-from loaders.kernelindex_catalog.normalize import Refusal, normalize
-from loaders.kernelindex_catalog.parse import parse
-from loaders.kernelindex_catalog.publish import plan_write
-from store.catalog import WriteOutcome, imported, write_catalog
-from store.client import Database
+from loaders.kernelindex_catalog.normalize import Refusal
 
 # table of the export → the collection its rows are written to
 COLLECTION_OF_TABLE = {
@@ -61,7 +51,7 @@ class CatalogReport:
     notes: list[str] = field(default_factory=list)
     read: Counter = field(default_factory=Counter)
     refused: list[Refusal] = field(default_factory=list)
-    outcome: WriteOutcome | None = None
+    outcome: Any = None  # store.catalog.WriteOutcome once written
     skipped_as_imported: bool = False
     seconds: float = 0.0
     phase_seconds: dict[str, float] = field(default_factory=dict)
@@ -69,56 +59,6 @@ class CatalogReport:
     @property
     def runs(self) -> int:
         return self.read["benchmark_runs"]
-
-
-async def run_import(
-    db: Database | None,
-    *,
-    target: str,
-    dry_run: bool = False,
-    console: Console | None = None,
-    skip_if_imported: bool = False,
-) -> CatalogReport:
-    """Raise CatalogRefused when the export cannot be imported (nothing written)."""
-    if db is None and not dry_run:
-        raise ValueError("a database is needed unless dry_run")
-    show = console is not None
-    console = console or Console(stderr=True)
-    report = CatalogReport(target=target, dry_run=dry_run)
-    started = time.perf_counter()
-    phase = started
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
-        console=console, transient=False, disable=not show,
-    ) as progress:  # fmt: skip
-        task = progress.add_task("read the export", total=5)
-
-        def step(name: str, description: str) -> None:
-            nonlocal phase
-            now = time.perf_counter()
-            report.phase_seconds[name] = now - phase
-            phase = now
-            progress.update(task, advance=1, description=description)
-
-        fetched = await fetch(locate(target))
-        report.file_name, report.sha256, report.notes = fetched.file_name, fetched.sha256, list(fetched.notes)
-        if skip_if_imported and db is not None and await imported(db, fetched.sha256) is not None:
-            report.skipped_as_imported = True
-            report.seconds = time.perf_counter() - started
-            return report
-        step("fetch", "decompress")
-        parsed = parse(fetched)
-        step("decompress and parse", f"check {len(parsed.lines):,} rows")
-        catalog = normalize(fetched.file_name, parsed)
-        report.read, report.refused = catalog.read, catalog.refused
-        step("check digests and rows", "prepare documents")
-        plan = plan_write(catalog, fetched, datetime.now(UTC))
-        step("prepare documents", "write" if not dry_run else "dry run: nothing written")
-        if not dry_run:
-            report.outcome = await write_catalog(db, plan, datetime.now(UTC))
-        step("write", "done")
-    report.seconds = time.perf_counter() - started
-    return report
 
 
 def print_report(report: CatalogReport, console: Console) -> None:
@@ -180,17 +120,3 @@ def print_report(report: CatalogReport, console: Console) -> None:
     runs_per_s = report.runs / report.seconds if report.seconds else 0
     phases = ", ".join(f"{name} {seconds:.2f}" for name, seconds in report.phase_seconds.items())
     console.print(f"{report.runs:,} runs in {report.seconds:.2f} s ({runs_per_s:,.0f} runs/s; {phases})")
-
-
-async def import_command(db: Database | None, *, target: str, dry_run: bool, console: Console) -> int:
-    """Exit code: 0 all imported, 1 some rows refused (each reported), 2 the export refused as a
-    whole (one `error:` line per problem; nothing written)."""
-    try:
-        report = await run_import(db, target=target, dry_run=dry_run, console=console)
-    except CatalogRefused as refused:
-        for problem in refused.problems:
-            console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
-        console.print("error: nothing was written", markup=False, highlight=False, soft_wrap=True)
-        return 2
-    print_report(report, console)
-    return 1 if report.refused else 0

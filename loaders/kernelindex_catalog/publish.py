@@ -9,7 +9,7 @@ export row's own fields (`catalog`: ids, keys, primary value, ...) and its measu
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +18,24 @@ from loaders.kernelindex_catalog.normalize import RUN_PARTS, Catalog
 from registry.digest import digest_of
 from registry.digest_check import identity
 from registry.ranking import GEOMEAN, GPUMODE_FAMILY, SOL_EXECBENCH_FAMILY, RankRule
-from store.catalog import PROVENANCE, CatalogWrite
+
+PROVENANCE = "provenance"  # the field beside each manifest (store/catalog.py reads it by this name)
+
+
+@dataclass
+class CatalogPlan:
+    """What one export writes (store.catalog.write_catalog): `objects`: collection → documents
+    with `_id`; `runs`: run documents (seq, rank and current are set when written); `groups`:
+    cohort key → group document; `history`: cohort key → record events; `import_record`: the
+    import's own record. Every document carries its `provenance` list."""
+
+    export_sha256: str
+    objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    import_record: dict[str, Any] = field(default_factory=dict)
+
 
 # What the export's `sources` rows leave unsaid (SOL-ExecBench's row has no policy): from the
 # upstream reference's README (the public leaderboard API: facts).
@@ -109,7 +126,7 @@ def group_title(protocol_spec: dict[str, Any], product: str) -> str:
     return " ".join(part for part in (harness.get("name"), version) if part) + f" · {gpu}"
 
 
-def plan_write(catalog: Catalog, fetched: Fetched, now: datetime) -> CatalogWrite:
+def plan_write(catalog: Catalog, fetched: Fetched, now: datetime) -> CatalogPlan:
     export = export_record(fetched)
     sources = {row_id: source_record(row) for row_id, row in catalog.table("sources").items()}
 
@@ -140,7 +157,7 @@ def plan_write(catalog: Catalog, fetched: Fetched, now: datetime) -> CatalogWrit
     for row in catalog.table("operation_aliases").values():
         aliases.setdefault(row["operationId"], []).append(row["alias"])
 
-    plan = CatalogWrite(export_sha256=fetched.sha256)
+    plan = CatalogPlan(export_sha256=fetched.sha256)
     objects = plan.objects
     objects["definitions"] = [
         {

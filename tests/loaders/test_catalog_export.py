@@ -8,7 +8,7 @@ import json
 
 from rich.console import Console
 
-from loaders.kernelindex_catalog.cli import run_import
+from loaders.pipeline import run_catalog_import as run_import
 from tests.command import kernelindex
 from tests.loaders.catalog_exports import subset, write_export
 

@@ -13,11 +13,11 @@ import pytest
 import zstandard
 from rich.console import Console
 
-from loaders.kernelindex_catalog.cli import run_import
 from loaders.kernelindex_catalog.discover import locate
 from loaders.kernelindex_catalog.fetch import CatalogRefused, fetch
 from loaders.kernelindex_catalog.normalize import normalize
 from loaders.kernelindex_catalog.parse import parse
+from loaders.pipeline import run_catalog_import as run_import
 from registry.comparison import cohort_of
 from registry.digest import digest_of
 from registry.digest_check import identity
