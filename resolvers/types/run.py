@@ -85,8 +85,8 @@ class SourceNative:
     source: str
     source_title: str
     benchmark: str | None
-    external_id: str
-    external_reference: str = strawberry.field(description='How the source names the record, e.g. "submission/37369".')
+    external_id: str | None = strawberry.field(description="Null when the source gives its records no id (e.g. FlashInfer-Bench traces).")
+    external_reference: str | None = strawberry.field(description='How the source names the record, e.g. "submission/37369".')
     metrics: list[Metric]
     sol_execbench: SolExecBenchMetrics | None = strawberry.field(name="solExecBench")
     raw: JSON = strawberry.field(description="The source-native block exactly as stored.", directives=weighs(SMALL_JSON_KIB))
@@ -114,8 +114,8 @@ def _source_native(block: dict[str, Any] | None) -> SourceNative | None:
         source=block["source"],
         source_title=source_title(block["source"]),
         benchmark=block.get("benchmark"),
-        external_id=block["externalId"],
-        external_reference=external_reference(block["source"], block["externalId"]),
+        external_id=block.get("externalId"),
+        external_reference=external_reference(block["source"], block["externalId"]) if block.get("externalId") else None,
         metrics=[
             Metric(name=k, value=_number(v), text=None if _number(v) is not None or v is None else str(v))
             for k, v in sorted(metrics.items())
