@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from loaders.gpumode.cli import run_import
+from loaders.pipeline import run_import
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "gpumode-synthetic"
 RUN = """query($id: String!) { runByExternalId(source: "gpumode", externalId: $id) {
@@ -24,7 +24,7 @@ def external_id(user: int, board: int = 9399, gpu: str = "amd-instinct-mi300x") 
 
 @pytest.fixture
 async def seeded(db):
-    await run_import(db, snapshot_dir=FIXTURE, console=None)
+    await run_import("gpumode", db, snapshot_dir=FIXTURE, console=None)
     return db
 
 
@@ -69,6 +69,6 @@ async def test_the_dossier_lists_each_cases_statistics(api, seeded):
 
 async def test_second_import_writes_nothing(seeded):
     counts = {name: await seeded[name].count_documents({}) for name in ("runs", "events", "source_snapshots", "comparison_groups")}
-    await run_import(seeded, snapshot_dir=FIXTURE, console=None)
+    await run_import("gpumode", seeded, snapshot_dir=FIXTURE, console=None)
     assert {name: await seeded[name].count_documents({}) for name in counts} == counts
     assert await seeded.runs.count_documents({"source": "gpumode"}) == 10 + 5 + 6
