@@ -529,10 +529,9 @@ export const gatewayConfig = defineConfig({
   // With KERNELINDEX_HEALTH_URLS, /readiness is readinessChecks()'s (Hive Gateway's own check
   // answers before any plugin, so it moves aside; a gateway that serves has its supergraph).
   ...(HEALTH_URLS.length ? { readinessCheckEndpoint: "/readiness/supergraph" } : {}),
-  // Each subgraph request is bounded by the deadline too (its own, in case the client's is not).
-  // A little later than the request's deadline, so the client gets the coded 504 (or the
-  // subgraph's own coded answer), not a masked fetch failure.
-  upstreamTimeout: LIMITS.requestDeadlineMs + 1000,
+  // No upstreamTimeout: Hive Gateway applies it to subscriptions too, and its timer's abort of a
+  // subscription older than that crashed the gateway (an unhandled TimeoutError). An HTTP
+  // request's subgraph fetches end with it: requestDeadline() aborts its signal.
   // CORS only for the configured origins, never with credentials (the API authenticates with a
   // bearer key, not cookies); without KERNELINDEX_CORS_ORIGINS no cross-origin access at all.
   cors: CORS_ORIGINS.length ? { origin: CORS_ORIGINS, credentials: false, methods: ["GET", "POST"] } : false,
