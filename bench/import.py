@@ -7,8 +7,8 @@ from 22,400 rows).
 
 Writes synthetic snapshot directories (tests/loaders/synthetic.py, tests/loaders/gpumode_synthetic.py:
 made-up kernels, boards and users), starts SecantusDB (`secantusd-py`) on a temporary directory
-and a free port unless MONGODB_URI is set, then imports each source twice through its loader's
-`run_import`: a first import into an empty database and an unchanged re-import, whose write
+and a free port unless MONGODB_URI is set, then imports each source twice through the import
+pipeline's `run_import` (loaders/pipeline.py): a first import into an empty database and an unchanged re-import, whose write
 commands are counted with PyMongo command monitoring (there must be none). Prints runs per second against the targets (first import
 ≥ 1,000 runs/s, re-import ≥ 5,000 runs/s), where the time went, the CPU seconds of this process
 and of the database server, and the machine's load average (other work on a shared 2-core
