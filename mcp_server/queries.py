@@ -139,6 +139,13 @@ RECORDS = (
     + GROUP_SUMMARY
 )
 
+# One operation's records: only its groups are read.
+OPERATION_RECORDS = (
+    """query OperationRecords($name: String!) { definition(name: $name) { id name title comparisonGroups { ...GroupSummary } } }
+"""
+    + GROUP_SUMMARY
+)
+
 GROUP = (
     """query Group($id: ID!, $first: Int!) { comparisonGroup(id: $id) {
   ...GroupSummary
@@ -164,3 +171,11 @@ RERUNS = """query Reruns($id: ID!) { run(id: $id) {
       definition { name } run { id digest evidenceLevel status citation { permalink } } } } }
   attestations(first: 100) { nodes { id digest author keyId verified attestedAt predicateType measurement } }
 } }"""
+
+RECORD_CHANGES = """query Changes($first: Int!, $since: DateTime, $operation: String, $group: ID) {
+  recordChanges(first: $first, since: $since, operation: $operation, group: $group) {
+    seq at cause runDigest previousDigest
+    run { id title primaryMeasurement { statistic valueNs display } implementation { name } }
+    group { id title gpu { product architecture } definition { name } }
+  }
+}"""

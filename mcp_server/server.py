@@ -117,10 +117,18 @@ def _need_type(node: Doc | None, type_name: str, id: str) -> Doc:
 
 
 def build_server(api: ApiClient, public_url: str) -> MCPServer:
+    return build(api, public_url)[0]
+
+
+def build(api: ApiClient, public_url: str) -> tuple[MCPServer, dict[str, Callable[..., Doc]]]:
+    """The MCP server, and its tools as plain functions (the reading CLI calls the same ones, so
+    `kernelindex runs --json` and the `list_runs` tool give one document)."""
     registry = Registry(api, public_url)
+    functions: dict[str, Callable[..., Doc]] = {}
     server = MCPServer(
         "kernelindex",
         title="KernelIndex",
+        log_level="WARNING",  # the SDK's logging setup would otherwise print every HTTP request on stderr
         instructions=(
             "Read-only tools over the KernelIndex registry of GPU-kernel performance evidence. Start with `search` or "
             "`resolve_kernel` (what is fastest for this exact shape on this GPU); follow IDs with `get_run`, `compare_runs`. "
@@ -129,7 +137,13 @@ def build_server(api: ApiClient, public_url: str) -> MCPServer:
     )
 
     def tool(description: str) -> Callable:
-        return server.tool(description=description, annotations=READ_ONLY, structured_output=True)
+        register = server.tool(description=description, annotations=READ_ONLY, structured_output=True)
+
+        def decorate(function: Callable[..., Doc]) -> Callable[..., Doc]:
+            functions[function.__name__] = function
+            return register(function)
+
+        return decorate
 
     @tool("Operations (definitions) whose name or title contains every word of `text`, with their comparison groups and #1s.")
     def search(text: str = "", first: Annotated[int, Field(description="at most 50")] = 10, after: str | None = None) -> Doc:
@@ -269,10 +283,15 @@ def build_server(api: ApiClient, public_url: str) -> MCPServer:
 
     @tool("The current #1 (record) of every comparison group, optionally of one operation (name) or on one GPU (product).")
     def list_records(operation: str | None = None, gpu: str | None = None) -> Doc:
+        if operation:
+            found = registry.query(queries.OPERATION_RECORDS, {"name": operation})["definition"]
+            if found is None:
+                raise ToolFailure("NOT_FOUND", f"operation: no operation named {operation!r}", "operation")
+            operations = [found]
+        else:
+            operations = registry.query(queries.RECORDS)["definitions"]
         records = []
-        for op in registry.query(queries.RECORDS)["definitions"]:
-            if operation and op["name"] != operation:
-                continue
+        for op in operations:
             for g in op["comparisonGroups"]:
                 if gpu and gpu.lower().removeprefix("nvidia ") not in (
                     g["gpu"]["product"].lower().removeprefix("nvidia "),
@@ -284,9 +303,21 @@ def build_server(api: ApiClient, public_url: str) -> MCPServer:
                     leader["permalink"] = leader.pop("citation")["permalink"]
                 g["permalink"] = registry.group_link(g["id"])
                 records.append({"operation": op["name"], "group": g, "record": leader})
-        if operation and not records and not any(op["name"] == operation for op in registry.query(queries.RECORDS)["definitions"]):
-            raise ToolFailure("NOT_FOUND", f"operation: no operation named {operation!r}", "operation")
         return {"records": records}
+
+    @tool(
+        "Changes of #1 (records), newest first: in every group, one operation's (name) or one group's (ID), after `since` "
+        "(ISO 8601 time) if given; each with its cause: NEW_RUN, CORRECTION, SUPERSESSION, RETRACTION."
+    )
+    def list_record_changes(since: str | None = None, operation: str | None = None, group: str | None = None, first: int = 50) -> Doc:
+        variables = {"first": _check_first(first), "since": since, "operation": operation, "group": group}
+        changes = registry.query(queries.RECORD_CHANGES, variables)["recordChanges"]
+        for change in changes:
+            change["permalink"] = (
+                registry.run_link(change["runDigest"]) if change["runDigest"] else registry.group_link(change["group"]["id"])
+            )
+            change["group"]["permalink"] = registry.group_link(change["group"]["id"])
+        return {"changes": changes, "feed": f"{registry.public}/records/feed.xml"}
 
     @tool("One comparison group by ID: its rank rule, #1 and its runs best first.")
     def get_group(id: str, first: int = 20) -> Doc:
@@ -399,4 +430,4 @@ def build_server(api: ApiClient, public_url: str) -> MCPServer:
             "reproductions": run["attestations"]["nodes"],
         }
 
-    return server
+    return server, functions

@@ -12,7 +12,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from registry.comparison import GroupIdentity
 from registry.ranking import Entry, RankRule, leader, rank_entries, rank_rule_for
-from store import events
+from store import events, records
 from store.bundle import Bundle
 from store.group_members import current_members, rank_order
 
@@ -63,6 +63,7 @@ class RankPlan:
     size: int
     ranked: int
     leader: str | None
+    cause: str | None = None  # why #1 changed (store/records.py); None when it did not
 
 
 async def plan(db: AsyncDatabase, key: str, incoming: list[dict[str, Any]], leaving: set[str], session: AsyncClientSession) -> RankPlan:
@@ -83,7 +84,10 @@ async def plan(db: AsyncDatabase, key: str, incoming: list[dict[str, Any]], leav
         for m in members
         if m.get("rank") != ranks[m["_id"]]
     ]
-    return RankPlan(group, updates, len(everyone), sum(1 for r in ranks.values() if r is not None), leader(ranks))
+    new_leader = leader(ranks)
+    old_leader = group.get("leaderDigest")
+    cause = records.cause_of(old_leader, new_leader, incoming, leaving) if new_leader != old_leader else None
+    return RankPlan(group, updates, len(everyone), sum(1 for r in ranks.values() if r is not None), new_leader, cause)
 
 
 async def apply(db: AsyncDatabase, plans: list[RankPlan], now: datetime, session: AsyncClientSession) -> None:
@@ -99,7 +103,7 @@ async def apply(db: AsyncDatabase, plans: list[RankPlan], now: datetime, session
             {"$set": {"size": p.size, "rankedSize": p.ranked, "leaderDigest": p.leader, "updatedAt": now}},
             session=session,
         )
-        await events.append(
+        event = await events.append(
             db,
             "group.changed",
             now,
@@ -111,3 +115,5 @@ async def apply(db: AsyncDatabase, plans: list[RankPlan], now: datetime, session
             leaderChanged=p.leader != old_leader,
             size=p.size,
         )
+        if p.cause is not None:
+            await records.append(db, p.group, seq=event["seq"], at=now, cause=p.cause, run=p.leader, previous=old_leader, session=session)

@@ -181,6 +181,12 @@ INDEXES: dict[str, list[IndexModel]] = {
         ),
     ],
     "notes": [IndexModel([("runDigest", ASCENDING), ("seq", ASCENDING)], name="run_seq")],
+    # Record history (store/records.py): a group's #1s, every change, an operation's changes.
+    "records": [
+        IndexModel([("groupKey", ASCENDING), ("seq", ASCENDING)], name="group_seq"),
+        IndexModel([("seq", DESCENDING)], name="seq", unique=True),
+        IndexModel([("definitionDigest", ASCENDING), ("seq", DESCENDING)], name="definition_seq"),
+    ],
 }
 
 

@@ -13,6 +13,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from web.compare import compare_page
+from web.feeds import records_feed
 from web.graphiql import graphiql_assets, graphiql_page
 from web.graphql import GraphQLClient
 from web.groups import group_page
@@ -46,6 +47,7 @@ def create_web_app(graphql_url: str, *, transport: httpx.AsyncBaseTransport | No
             Route("/operations/{name}", operation_page),
             Route("/runs/{digest}", run_page),
             Route("/compare", compare_page),
+            Route("/records/feed.xml", records_feed),
             Route("/graphiql", graphiql_page),
             Mount("/static/graphiql", graphiql_assets()),
             Mount("/static", StaticFiles(directory=STATIC)),

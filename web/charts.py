@@ -66,3 +66,36 @@ def case_chart(series: list[tuple[str, dict[int, int]]], labels: dict[int, str],
         out.append(f'<text x="{x + 14}" y="{legend_y}">{escape(name[:22])}</text>')
     out.append("</svg>")
     return Markup("".join(out))
+
+
+def staircase(steps: list[tuple[str, float, str]], title: str) -> Markup:
+    """The #1's primary measurement over time as a step line: one step per change of #1
+    (`steps`: (time label, value in ns, the record's label)), oldest first."""
+    if not steps:
+        return Markup("")
+    width, height, left, pad = WIDTH, 180, 70, 18
+    top = max(v for _, v, _ in steps) or 1.0
+    n = len(steps)
+    x_of = [left + (width - left - 20) * (i / max(1, n - 1) if n > 1 else 0.0) for i in range(n)]
+    y_of = [pad + (height - 2 * pad - 14) * (1 - v / top) for _, v, _ in steps]
+    points = []
+    for i in range(n):
+        if i:
+            points.append(f"{x_of[i]:.1f},{y_of[i - 1]:.1f}")
+        points.append(f"{x_of[i]:.1f},{y_of[i]:.1f}")
+    if n == 1:
+        points.append(f"{width - 20:.1f},{y_of[0]:.1f}")
+    out = [
+        f'<svg class="chart staircase" role="img" aria-label="{escape(title)}" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>',
+        f'<polyline fill="none" stroke="{COLOURS[0]}" stroke-width="2" points="{" ".join(points)}"/>',
+    ]
+    for i, (when, value, label) in enumerate(steps):
+        out.append(
+            f'<circle class="step" cx="{x_of[i]:.1f}" cy="{y_of[i]:.1f}" r="4" fill="{COLOURS[1]}">'
+            f"<title>{escape(when)} · {escape(label)} · {_display(value)}</title></circle>"
+        )
+        out.append(f'<text x="{x_of[i]:.1f}" y="{height - 4}" text-anchor="middle">{escape(when[:10])}</text>')
+    out.append(f'<text x="4" y="{pad + 4}">{_display(top)}</text>')
+    out.append("</svg>")
+    return Markup("".join(out))

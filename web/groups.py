@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from web import queries
+from web.charts import staircase
 from web.graphql import GraphQLError
 from web.render import api_failed, not_found, page
 
@@ -58,6 +59,15 @@ async def group_page(request: Request) -> Response:
     if group is None:
         return not_found(request, "comparison group", f"No comparison group with ID {group_id}.")
     connection = group.pop("runs")
+    steps = [
+        (
+            r["at"][:16].replace("T", " "),
+            r["run"]["primaryMeasurement"]["valueNs"],
+            f"{r['cause'].lower().replace('_', ' ')}: {r['run']['title'] or r['run']['name']}",
+        )
+        for r in group["records"]
+        if r["run"]
+    ]
     rows = [edge["node"] for edge in connection["edges"]]
     mark_ties(rows)
     if SORTS[sort] is not None:
@@ -75,4 +85,5 @@ async def group_page(request: Request) -> Response:
             "endCursor": connection["pageInfo"]["endCursor"],
         },
     }
-    return page(request, "group.html", {**context, "tie_tests": TIE_TESTS}, json_body=context)
+    chart = staircase(steps, f"#1 of {group['title']} over time")
+    return page(request, "group.html", {**context, "tie_tests": TIE_TESTS, "staircase": chart}, json_body=context)

@@ -43,6 +43,7 @@ GROUP = (
     definition { name title }
     workload { name caseCount }
     leader { digest title }
+    records { at cause runDigest run { title name primaryMeasurement { valueNs display } } }
     runs(first: $first, after: $after) {
       edges { cursor node { ...RunRow implementation { name } } }
       pageInfo { hasNextPage endCursor }

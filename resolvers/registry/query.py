@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Any
 
 import strawberry
+from strawberry.federation.schema_directives import ListSize
 
 from resolvers import ids
 from resolvers.context import Info
@@ -18,8 +20,10 @@ from resolvers.types.connection import Connection, connection
 from resolvers.types.definition import Definition, DefinitionSearch
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.node import Node
+from resolvers.types.record import RecordChange
 from resolvers.types.run import Run, run_connection
 from store.queries import definition_cursor, definition_named, definitions_by_name, definitions_page, run_by_external_id, runs_page
+from store.records import recent_records
 
 
 def _key(global_id: str, expected: str | None = None) -> tuple[str, str]:
@@ -147,3 +151,29 @@ class Query:
     )
     async def resolve_kernels(self, info: Info, requests: list[KernelRequest]) -> list[KernelResolution]:
         return await resolve_many(info, requests)
+
+    @strawberry.field(
+        description="Changes of #1 in every comparison group (or one operation's, by name, or one group's), newest first; after `since` if given.",
+        directives=[ListSize(slicing_arguments=["first"], require_one_slicing_argument=False)],
+    )
+    async def record_changes(
+        self,
+        info: Info,
+        first: int = 50,
+        since: datetime | None = None,
+        operation: str | None = None,
+        group: strawberry.ID | None = None,
+    ) -> list[RecordChange]:
+        if operation is not None and group is not None:
+            raise ClientError("give at most one of operation or group")
+        definition = None
+        if group is not None:
+            docs = await recent_records(info.context.db, first=check_first(first), since=since, group=_key(group, "ComparisonGroup")[1])
+            return [RecordChange.from_doc(d) for d in docs]
+        if operation is not None:
+            doc = await definition_named(info.context.db, operation)
+            if doc is None:
+                raise ClientError(f"operation: no operation named {operation!r}", code="NOT_FOUND")
+            definition = doc["_id"]
+        docs = await recent_records(info.context.db, first=check_first(first), since=since, definition=definition)
+        return [RecordChange.from_doc(d) for d in docs]

@@ -8,7 +8,7 @@ import strawberry
 
 from resolvers import ids
 from resolvers.context import Info
-from resolvers.cost_limit import PAGE
+from resolvers.cost_limit import PAGE, assumed_size
 from resolvers.types.common import check_first, decode_cursor, encode_cursor
 from resolvers.types.connection import Connection
 from resolvers.types.environment import Gpu
@@ -16,9 +16,11 @@ from resolvers.types.node import Node
 from store.catalog import catalog_runs_in_group
 from store.group_members import group_runs_page
 from store.read_models import ComparisonGroupDocument
+from store.records import group_records
 
 if TYPE_CHECKING:
     from resolvers.types.definition import Definition
+    from resolvers.types.record import RecordChange
     from resolvers.types.run import Run
     from resolvers.types.workload import Workload
 
@@ -108,6 +110,15 @@ class ComparisonGroup(Node):
             info.context.db, group_key=self.key, ranked_size=self.ranked_size, first=check_first(first), after=cursor
         )
         return await run_connection(docs, more, lambda d: encode_cursor("group", d["rankOrder"], d["seq"]), info)
+
+    @strawberry.field(
+        description="The group's history of #1s, oldest first: each change with its cause (new run, correction, supersession, retraction).",
+        directives=[assumed_size(20)],
+    )
+    async def records(self, info: Info) -> list[Annotated[RecordChange, strawberry.lazy("resolvers.types.record")]]:
+        from resolvers.types.record import RecordChange
+
+        return [RecordChange.from_doc(d) for d in await group_records(info.context.db, self.key)]
 
     @classmethod
     async def resolve_reference(cls, info: Info, id: strawberry.ID) -> ComparisonGroup | None:

@@ -30,6 +30,7 @@ TOOLS = {
     "compare_runs",
     "list_runs",
     "list_records",
+    "list_record_changes",
     "get_group",
     "list_gpus",
     "validate_manifest",
@@ -107,6 +108,14 @@ async def test_search_operation_group_and_gpus_match_the_api(stack):
             ]["comparisonGroups"]
         }
         assert {r["group"]["id"]: r["record"]["digest"] for r in records["records"]} == {k: v["digest"] for k, v in leaders.items()}
+
+        changes = await call(mcp, "list_record_changes", operation=OP)
+        api = stack.data("query($n: String!) { recordChanges(operation: $n) { seq cause runDigest } }", {"n": OP})["recordChanges"]
+        assert [(c["seq"], c["cause"], c["runDigest"]) for c in changes["changes"]] == [(c["seq"], c["cause"], c["runDigest"]) for c in api]
+        # The bundled import makes each group's #1 at least once; the newest change names today's #1.
+        assert api and {c["runDigest"] for c in api} >= {v["digest"] for v in leaders.values()} - {None}
+        bad = await refused(mcp, "list_record_changes", since="yesterday")
+        assert bad["code"] == "BAD_USER_INPUT"
 
 
 RESOLVE = (
