@@ -17,10 +17,6 @@ Database = AsyncDatabase
 StoreError = PyMongoError  # any failure of the database or the driver
 StoreUnreachable = ConnectionFailure  # the server could not be reached
 
-# How long the database calls of one request may take in a serving process before they fail (a
-# stalled database gives the client a coded DATABASE_UNAVAILABLE, not a hang).
-DB_TIMEOUT_S = 10.0
-
 
 def database_timeout(seconds: float):
     """A context in which every database call fails once `seconds` have passed since it was
