@@ -1,7 +1,8 @@
 """Comparison groups: which runs may be ranked against each other.
 
 The key covers the definition, the workload suite, the protocol's comparability family and
-version, and the GPU (product and architecture). The implementation is deliberately not part of
+version, and the GPU (product and architecture, and the form factor where the environment names
+one: GPU MODE's runners B200 and B200_Nebius are two environments of one product). The implementation is deliberately not part of
 it: implementations are what a group compares.
 """
 
@@ -23,6 +24,7 @@ class GroupIdentity:
     familyVersion: str
     gpuProduct: str
     gpuArchitecture: str
+    gpuFormFactor: str | None = None
 
     def key(self) -> str:
         return _group_key(self)
@@ -35,15 +37,18 @@ def _group_key(identity: GroupIdentity) -> str:
             "definitionDigest": identity.definitionDigest,
             "workloadDigest": identity.workloadDigest,
             "comparability": {"family": identity.family, "version": identity.familyVersion},
-            "environment": {"product": identity.gpuProduct, "architecture": identity.gpuArchitecture},
+            "environment": {"product": identity.gpuProduct, "architecture": identity.gpuArchitecture}
+            # Only where named, so that the keys of environments without one stay as they were.
+            | ({"formFactor": identity.gpuFormFactor} if identity.gpuFormFactor else {}),
         }
     )
 
 
-def environment_equivalence(environment: ExecutionEnvironmentSpec) -> tuple[str, str]:
-    """Two environments are equivalent for ranking when the GPU product and architecture match;
-    driver and library versions are recorded but do not split a group."""
-    return environment.hardware.product, environment.hardware.architecture
+def environment_equivalence(environment: ExecutionEnvironmentSpec) -> tuple[str, str, str | None]:
+    """Two environments are equivalent for ranking when the GPU product, architecture and form
+    factor match; driver and library versions are recorded but do not split a group."""
+    hardware = environment.hardware
+    return hardware.product, hardware.architecture, hardware.formFactor
 
 
 def group_identity(
@@ -53,7 +58,7 @@ def group_identity(
     protocol: BenchmarkProtocolSpec,
     environment: ExecutionEnvironmentSpec,
 ) -> GroupIdentity:
-    product, architecture = environment_equivalence(environment)
+    product, architecture, form_factor = environment_equivalence(environment)
     return GroupIdentity(
         definitionDigest=definition_digest,
         workloadDigest=workload_digest,
@@ -61,6 +66,7 @@ def group_identity(
         familyVersion=protocol.comparability_version,
         gpuProduct=product,
         gpuArchitecture=architecture,
+        gpuFormFactor=form_factor,
     )
 
 

@@ -221,6 +221,9 @@ class Hardware(Strict):
     vendor: str
     product: str
     architecture: str
+    # v1alpha1's hardware.formFactor, e.g. "runner:B200_Nebius": a host that is its own
+    # environment although the GPU is the same product (registry/comparison.py).
+    formFactor: str | None = Field(default=None, max_length=100)
     count: int | None = None
     memoryBytes: int | None = None
 

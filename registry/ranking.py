@@ -4,9 +4,12 @@ Source-native groups rank by the source's own rule (SOL-ExecBench: `sol_score`, 
 better). Controlled groups rank by the protocol's primary latency statistic, lower is better, and
 call two runs tied when their difference is inside the measured noise.
 
-GPU MODE (KernelBot) per-shape boards rank by the geometric mean G of the per-case means, lower
-is better, and declare **ties from samples**: two runs tie when the 95% confidence intervals of
-their geometric means overlap. The interval is a normal approximation on the log scale (delta
+GPU MODE (KernelBot) per-shape boards rank by the board's own score rule (KernelBot's
+`ranking_by`: the geometric mean G, the arithmetic mean, or the last of the per-case means; the
+protocol's primary statistic `geomean`, `mean` or `last`), lower is better, and declare **ties
+from samples**: two runs tie when the 95% confidence intervals of their scores overlap. For the
+arithmetic mean M of k cases the interval is M ± 1.96·√(Σ s_i²/n_i)/k, for the last case
+m ± 1.96·s/√n; for G: The interval is a normal approximation on the log scale (delta
 method): each case i has mean m_i, standard deviation s_i over n_i timed runs, so
 SE(ln m_i) ≈ s_i / (m_i·√n_i) and SE(ln G) = √(Σ SE(ln m_i)²) / k over k cases; the interval is
 G·exp(±1.96·SE(ln G)), whose half-width G·sinh(1.96·SE(ln G)) is the run's `noise`. Intervals
@@ -27,6 +30,8 @@ from registry.manifests import BenchmarkProtocolSpec, BenchmarkRunSpec, RunStatu
 SOL_EXECBENCH_FAMILY = "sol_execbench_leaderboard"
 GPUMODE_FAMILY = "gpumode_kernelbot"
 GEOMEAN = "geomean"
+MEAN_OF_CASES, LAST_CASE = "mean", "last"
+GPUMODE_CASE_RULES = (GEOMEAN, MEAN_OF_CASES, LAST_CASE)
 Z95 = 1.959963984540054  # two-sided 95% of the standard normal
 
 
@@ -59,7 +64,7 @@ def rank_rule_for(protocol: BenchmarkProtocolSpec) -> RankRule:
         return RankRule(metric="sol_score", order="desc", noise_aware=False)
     if protocol.comparability.family == GPUMODE_FAMILY:
         statistic = protocol.measurement.primaryStatistic
-        samples = statistic == GEOMEAN  # per-shape boards; flat ones rank by their score alone
+        samples = statistic in GPUMODE_CASE_RULES  # per-shape boards; flat ones rank by their score alone
         return RankRule(metric=statistic, order="asc", noise_aware=samples, ci_overlap=samples)
     return RankRule(metric=protocol.measurement.primaryStatistic, order="asc", noise_aware=True)
 
@@ -77,7 +82,9 @@ def rank_value(rule: RankRule, run: BenchmarkRunSpec) -> tuple[float | None, flo
     if value is None:
         return None, 0.0
     if rule.ci_overlap:
-        return float(value), geomean_ci_half_width(run, float(value))
+        if rule.metric == GEOMEAN:
+            return float(value), geomean_ci_half_width(run, float(value))
+        return float(value), mean_ci_half_width(run, last_only=rule.metric == LAST_CASE)
     if not rule.noise_aware:
         return float(value), 0.0
     return float(value), _noise_ns(run)
@@ -96,6 +103,21 @@ def geomean_ci_half_width(run: BenchmarkRunSpec, geomean: float) -> float:
         return 0.0
     se_log = math.sqrt(sum(terms)) / len(terms)
     return geomean * math.sinh(Z95 * se_log)
+
+
+def mean_ci_half_width(run: BenchmarkRunSpec, *, last_only: bool = False) -> float:
+    """Half-width of the 95% confidence interval of the arithmetic mean of per-case means (of
+    the last case alone with `last_only`); 0 when a case lacks its std or runs."""
+    cases = run.cases[-1:] if last_only else run.cases
+    terms = []
+    for case in cases:
+        std, runs = case.latencyNs.get("std"), case.sampleCount
+        if std is None or not runs:
+            return 0.0
+        terms.append(std**2 / runs)
+    if not terms:
+        return 0.0
+    return Z95 * math.sqrt(sum(terms)) / len(terms)
 
 
 def _noise_ns(run: BenchmarkRunSpec) -> float:

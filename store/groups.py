@@ -19,7 +19,8 @@ from store.group_members import current_members, rank_order
 
 def group_title(bundle: Bundle) -> str:
     protocol = bundle.protocol.spec
-    gpu = bundle.environment.spec.hardware.product.removeprefix("NVIDIA ")
+    hardware = bundle.environment.spec.hardware
+    gpu = hardware.product.removeprefix("NVIDIA ") + (f" ({hardware.formFactor})" if hardware.formFactor else "")
     if protocol.comparability.family == "sol_execbench_leaderboard":
         return f"SOL-ExecBench {protocol.harness.version} · {gpu}"
     return f"{protocol.harness.name} {protocol.comparability_version} · {gpu}"
@@ -39,7 +40,8 @@ async def ensure_group(
                 "environmentDigest": digests["environment"],
                 "family": identity.family,
                 "familyVersion": identity.familyVersion,
-                "gpu": {"product": identity.gpuProduct, "architecture": identity.gpuArchitecture},
+                "gpu": {"product": identity.gpuProduct, "architecture": identity.gpuArchitecture}
+                | ({"formFactor": identity.gpuFormFactor} if identity.gpuFormFactor else {}),
                 "rankRule": asdict(rule),
                 "title": group_title(bundle),
                 "size": 0,

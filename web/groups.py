@@ -28,7 +28,7 @@ SORTS = {
 TIE_TESTS = {
     "exact": "equal values",
     "noise_band": "difference inside the larger half-IQR",
-    "ci95_overlap": "overlapping 95% confidence intervals of the geometric mean of per-case means",
+    "ci95_overlap": "overlapping 95% confidence intervals of the rank metric, from the per-case means, std and runs",
 }
 
 

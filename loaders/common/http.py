@@ -3,15 +3,20 @@
 `HttpClient.get(path, params)` answers a `Response` (URL, fetched-at, status, the exact bytes)
 that the loader keeps as an immutable source snapshot. Timeouts, connection errors, 429 and
 5xx are retried with exponential backoff and jitter (a `Retry-After` header wins, up to
-`max_wait`); any other non-2xx, or a spent retry budget, is a `FetchError` for that one
-request, and `SourceUnreachable` when no attempt could even connect (the loader then stops
-asking instead of trying every remaining request).
+`max_wait`); any other non-2xx, an answer the client's `is_permanent` says retrying cannot
+change, or a spent retry budget, is a `FetchError` for that one request, and `SourceUnreachable`
+when no attempt could even connect (the loader then stops asking instead of trying every
+remaining request). `get(..., busy_for=S)` retries 429/5xx answers for up to S seconds instead
+of a number of attempts (a server that builds an index for minutes), telling `on_busy` before
+each wait.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -28,6 +33,7 @@ class Response:
     fetched_at: datetime
     status: int
     body: bytes
+    error_code: str | None = None  # the `X-Error-Code` header of an error answer, when sent
 
 
 class FetchError(Exception):
@@ -96,8 +102,22 @@ class HttpClient:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def get(self, path: str, params: Params | None = None) -> Response:
+    def is_permanent(self, response: Response) -> bool:
+        """A 429/5xx answer that retrying cannot change (a loader names its source's)."""
+        return False
+
+    async def get(
+        self,
+        path: str,
+        params: Params | None = None,
+        *,
+        busy_for: float | None = None,
+        on_busy: Callable[[int, float, float, str], None] | None = None,
+    ) -> Response:
+        """`busy_for`: retry 429/5xx answers while this many seconds have not passed (instead of
+        `busy_attempts`); `on_busy(attempt, elapsed_s, wait_s, reason)` is told before each wait."""
         url = request_url(self.base_url, path, params)
+        started = time.monotonic()
         reason = "no attempt made"
         connected = False  # a timeout while reading still means the host is there
         last: Response | None = None
@@ -117,16 +137,26 @@ class HttpClient:
                 reason = f"{type(error).__name__}: {error}"
             else:
                 connected = True
-                last = Response(url, datetime.now(UTC), reply.status_code, reply.content)
+                code = reply.headers.get("X-Error-Code") if not reply.is_success else None
+                last = Response(url, datetime.now(UTC), reply.status_code, reply.content, code)
                 if reply.is_success:
                     return last
-                reason = f"HTTP {reply.status_code}"
-                if reply.status_code != 429 and reply.status_code < 500:
+                reason = f"HTTP {reply.status_code}" + (f" {code}" if code else "")
+                if (reply.status_code != 429 and reply.status_code < 500) or self.is_permanent(last):
                     raise FetchError(url, reason, last)
                 budget = self.busy_attempts
                 asked = retry_after_seconds(reply.headers.get("Retry-After"))
                 if asked is not None:
                     wait = min(self.max_wait, asked)
+                if busy_for is not None:
+                    elapsed = time.monotonic() - started
+                    if elapsed >= busy_for:
+                        reason = f"{reason}, still after {elapsed:.0f} s (the wait budget is {busy_for:g} s)"
+                        raise FetchError(url, f"{reason} (gave up after {attempt} attempts)", last)
+                    wait = min(wait, busy_for - elapsed)
+                    budget = attempt + 1  # another attempt while the time lasts
+                    if on_busy is not None:
+                        on_busy(attempt, elapsed, wait, reason)
             if attempt < budget:
                 await asyncio.sleep(wait)
         reason = f"{reason} (gave up after {attempt} attempts)"

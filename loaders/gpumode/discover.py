@@ -2,8 +2,9 @@
 config `leaderboards`), then the --leaderboard selection.
 
 Failing to list the configs is fatal (`FetchError` / `ParseError` propagate). A bad board row
-or page is reported and the rest goes on; rows of a board the `leaderboards` config does not
-list are still imported (the config is stale for some boards), under the name their rows give.
+or page is a problem (the source could not be read as it should); a board the `leaderboards`
+config does not list, or a `--leaderboard` name it does not list, is a notice: its rows are still
+imported (the config is stale for some boards), under the name their rows give.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ class Discovery:
     boards: dict[int, Board] = field(default_factory=dict)  # listed boards by id
     by_name: dict[str, Board] = field(default_factory=dict)
     selected: set[str] | None = None  # board names given with --leaderboard
-    problems: list[tuple[str, str]] = field(default_factory=list)  # (subject, reason)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (subject, reason): unreadable
+    notices: list[tuple[str, str]] = field(default_factory=list)  # (subject, what): nothing lost
 
-    def board_by_id(self, board_id: int) -> Board:
+    def board_by_id(self, board_id: int, name: str | None = None) -> Board:
         board = self.boards.get(board_id)
         if board is None:
-            board = self.boards[board_id] = Board(board_id, f"leaderboard-{board_id}", listed=False)
+            board = self.boards[board_id] = Board(board_id, name or f"leaderboard-{board_id}", listed=False)
+            self.by_name.setdefault(board.name, board)
         return board
 
     def board_by_name(self, name: str) -> Board:
@@ -71,11 +74,11 @@ async def discover(source: Source, *, leaderboards: list[str] | None = None) -> 
                 found.boards[board.id] = board
                 found.by_name[board.name] = board
     else:
-        found.problems.append((BOARDS_CONFIG, "the dataset lists no leaderboards config: boards are named from their rows"))
+        found.notices.append((BOARDS_CONFIG, "the dataset lists no leaderboards config: boards are named from their rows"))
     found.configs = [c for c in configs if c != BOARDS_CONFIG and c not in SKIPPED_CONFIGS]
     if leaderboards:
         found.selected = set(leaderboards)
         for name in dict.fromkeys(leaderboards):
             if name not in found.by_name:
-                found.problems.append((f"leaderboard {name}", "not listed in the leaderboards config; rows naming it are still imported"))
+                found.notices.append((f"leaderboard {name}", "not listed in the leaderboards config; rows naming it are still imported"))
     return found

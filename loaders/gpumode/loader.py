@@ -1,15 +1,21 @@
 """`kernelindex import gpumode`: this source's steps, as loaders/pipeline.py runs them.
 
-Every config is read page by page (at most `limit` rows per config); each row is parsed and,
-when it is a passing leaderboard submission of a selected board, kept as a candidate. After the
-last config the best candidate per (board, user, GPU) becomes a record (`finish`), one record
-group per board (its runs share the board's definition); the pipeline builds those whose
-current run does not carry their fingerprint. A bad page or row is reported and the rest goes on.
+Every config is read page by page (through `/filter` when the server refuses its `/rows`, at
+most `limit` rows per config); each row is parsed and, when KernelBot would rank it, kept as a
+candidate. A config is taken whole or not at all: a page that cannot be had, a partial `/filter`
+index or a short count drops the config's candidates (nothing half-imported); its rows' own
+rejections and skips are reported once it is read whole. After the last config (`finish`) each
+board's score rule is decided (per-shape: the rule its rows' `run_score` follow) and the best
+candidate per (board, user, environment) under it becomes a record, one record group per board
+(its runs share the board's definition); the pipeline builds those whose current run does not
+carry their fingerprint. A malformed row is rejected (naming the row and field); a row KernelBot
+would not rank is skipped with the reason.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import argparse
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -19,73 +25,202 @@ from loaders.common.http import FetchError
 from loaders.common.source import Discovery, Fetched, Option, Record, RecordGroup, Rejected, RunManifests, SourceLoader, UnitReader
 from loaders.gpumode import SOURCE, normalize
 from loaders.gpumode.discover import discover
-from loaders.gpumode.fetch import fetch_pages, open_source
-from loaders.gpumode.normalize import FLAT, PER_SHAPE, Candidate, candidate_for, definition_for, external_id_of, record_fingerprint, run_for
+from loaders.gpumode.fetch import FILTER, HttpSource, fetch_pages, open_source
+from loaders.gpumode.normalize import (
+    FLAT,
+    PER_SHAPE,
+    RULES,
+    Board,
+    Candidate,
+    candidate_for,
+    definition_for,
+    external_id_of,
+    record_fingerprint,
+    run_for,
+)
 from loaders.gpumode.parse import ParseError, PerShapeRow, parse_submission, row_label
 from loaders.gpumode.report import ImportReport, print_report
 from registry.digest import sha256_digest
 
+Key = tuple[str, str, str]
 
-class _Best:
-    """The best candidate per (board, user, GPU) over every config read."""
+
+def seconds(text: str) -> float:
+    """`--index-wait`: a number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be 0 seconds or more")
+    return value
+
+
+class Pool:
+    """Candidates of the configs read whole: per (board, user, environment), the best under each
+    score rule its rows are consistent with; per board, how many rows follow each rule. The
+    board's rule and each key's best are decided once every config is in (`decide`)."""
 
     def __init__(self) -> None:
-        self.by_key: dict[tuple[str, str, str], Candidate] = {}
+        self.best: dict[str, dict[Key, Candidate]] = defaultdict(dict)  # rule → key → best
+        self.keys: dict[Key, Board] = {}
+        self.votes: dict[Board, Counter] = defaultdict(Counter)  # rows of a board told apart by their rule
+        self.partial: list[tuple[str, Board, frozenset[str]]] = []  # rows following only some rules
+        self.candidates = 0
+        self.beaten = 0
+
+    def add(self, config_candidates: list[tuple[str, Candidate]]) -> None:
+        for label, candidate in config_candidates:
+            self.candidates += 1
+            rules = frozenset(candidate.values)
+            if candidate.per_shape and len(candidate.cases) > 1:
+                self.votes[candidate.board].update(rules)
+                if len(rules) < 2:
+                    self.partial.append((label, candidate.board, rules))
+            if candidate.key in self.keys:
+                self.beaten += 1
+            self.keys[candidate.key] = candidate.board
+            for rule in rules:
+                held = self.best[rule].get(candidate.key)
+                if held is None or candidate.order(rule) < held.order(rule):
+                    self.best[rule][candidate.key] = candidate
+
+    def rule_of(self, board: Board, kind: str) -> str:
+        if kind == FLAT:
+            return "score"
+        votes = self.votes.get(board)
+        if not votes:
+            return RULES["last"]  # every run has one case: all rules agree; KernelBot's default (task.py)
+        # geomean first on equal votes: no row told the two apart, and their values agree within tolerance
+        return max((RULES["geom"], RULES["mean"]), key=lambda rule: votes[rule])
+
+    def decide(self, report: ImportReport) -> list[Candidate]:
+        rules: dict[Board, str] = {}
+        for board in self.keys.values():
+            if board not in rules:
+                plan = report.board(board.name)
+                rules[board] = plan.rule = self.rule_of(board, plan.kind)
+        for label, board, followed in self.partial:
+            if rules[board] not in followed:
+                report.reject(label, f"run_score: follows {', '.join(sorted(followed))}, not the board's rule {rules[board]}")
+        chosen = []
+        for key, board in self.keys.items():
+            rule = rules[board]
+            candidate = self.best[rule].get(key)
+            if candidate is None:
+                continue  # the key's only rows did not follow the board's rule (rejected above)
+            candidate.rule = rule if candidate.per_shape else None
+            chosen.append(candidate)
+        report.candidates, report.not_best = self.candidates, self.beaten
+        return chosen
+
+
+_stderr: Console | None = None
+
+
+def _waiting(report: ImportReport, budget: float):
+    """What a config's wait for the /filter index says: a line on stderr now, and in the report."""
+
+    def told(config: str, elapsed: float, wait: float, reason: str) -> None:
+        global _stderr
+        line = f"waiting for the datasets-server to index {config}: {elapsed:.0f} s of {budget:g} s, next try in {wait:.0f} s ({reason})"
+        report.index_waits.append(line)
+        _stderr = _stderr or Console(stderr=True)
+        _stderr.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    return told
 
 
 class _ConfigReader(UnitReader):
+    """One config, whole or not at all: its rows' candidates, rejections and skips are held until
+    the config is read to its end (`done`)."""
+
     def __init__(self, config: str, found: Discovery, report: ImportReport, limit: int | None):
         self.config, self.found, self.report, self.limit = config, found, report, limit
         self.read = 0
+        self.seen: set[int] = set()
+        self.total: int | None = None
+        self.failed = False
+        self.kept: list[tuple[str, Candidate]] = []
+        self.rejected: list[tuple[str, str]] = []
+        self.skipped: list[tuple[str, str]] = []
 
     def _full(self) -> bool:
         return self.limit is not None and self.read >= self.limit
 
     async def fetch(self, source: Any):
-        async for fetched in fetch_pages(source, self.config):
-            yield Fetched(f"{self.config} offset {fetched.offset}", fetched.response, fetched.error, data=fetched.page)
+        on_wait = _waiting(self.report, source.index_wait) if isinstance(source, HttpSource) else None
+        async for fetched in fetch_pages(source, self.config, on_wait=on_wait):
+            if fetched.error is not None:
+                self.failed = True
+                reason = f"not imported: the page at offset {fetched.offset} could not be read: {fetched.error}"
+                yield Fetched(self.config, fetched.response, reason)
+                return  # the config is lost: reading on would import nothing of it
+            if fetched.endpoint == FILTER and fetched.page is not None:
+                if self.config not in self.report.configs_by_filter:
+                    self.report.configs_by_filter.append(self.config)
+                if fetched.page.partial:
+                    self.failed = True
+                    reason = "not imported: /filter answered `partial: true` (the server indexed only part of the config)"
+                    yield Fetched(self.config, fetched.response, reason)
+                    return
+            yield Fetched(f"{self.config} offset {fetched.offset}", fetched.response, None, data=fetched.page)
             if self._full():
                 return
 
     def parse(self, fetched: Fetched) -> None:
-        report, boards = self.report, self.found.data["discovery"]
-        best: _Best = self.found.data["best"]
+        if fetched.data is None:
+            return  # /rows refused the config (too big): the answer is kept, the config read through /filter
+        boards = self.found.data["discovery"]
+        self.total = fetched.data.total
         snapshot_digest = sha256_digest(fetched.response.body)
         for row in fetched.data.rows:
             if self._full():
                 return
+            if row.index in self.seen:
+                continue  # a page that overlaps the one before
+            self.seen.add(row.index)
             self.read += 1
             label = f"{self.config} {row_label(row)}"
             try:
                 submission = parse_submission(row)
             except ParseError as error:
-                report.discovered += 1
-                report.reject(label, str(error))
+                self.report.discovered += 1
+                self.rejected.append((label, str(error)))
                 continue
-            per_shape = isinstance(submission, PerShapeRow)
-            board = boards.board_by_id(submission.leaderboard_id) if per_shape else boards.board_by_name(submission.problem_name)
+            if isinstance(submission, PerShapeRow):
+                board = boards.board_by_id(submission.leaderboard_id)
+            elif submission.leaderboard_id is not None:
+                board = boards.board_by_id(submission.leaderboard_id, submission.problem_name)
+            else:
+                board = boards.board_by_name(submission.problem_name)
             if not boards.wanted(board):
                 continue
-            report.discovered += 1
-            plan = report.board(board.name)
-            plan.kind, plan.listed = (PER_SHAPE if per_shape else FLAT), board.listed
+            self.report.discovered += 1
+            plan = self.report.board(board.name)
+            plan.kind, plan.listed = (PER_SHAPE if isinstance(submission, PerShapeRow) else FLAT), board.listed
             plan.rows += 1
             try:
                 candidate = candidate_for(submission, board, config=self.config, snapshot_digest=snapshot_digest, row=row.data)
             except normalize.Rejected as error:
-                report.reject(label, str(error))
+                self.rejected.append((label, str(error)))
                 continue
             except normalize.Skipped as error:
-                report.skip(label, str(error))
+                self.skipped.append((label, str(error)))
                 continue
-            report.candidates += 1
-            held = best.by_key.get(candidate.key)
-            if held is None or candidate.order() < held.order():
-                best.by_key[candidate.key] = candidate
-            if held is not None:
-                report.not_best += 1
+            self.kept.append((label, candidate))
 
     def done(self) -> None:
+        if self.failed:
+            return
+        if self.limit is None and self.total is not None and len(self.seen) != self.total:
+            self.report.reject(self.config, f"not imported: {len(self.seen)} distinct rows read of the {self.total} the server counts")
+            return
+        for label, reason in self.rejected:
+            self.report.reject(label, reason)
+        for label, reason in self.skipped:
+            self.report.skip(label, reason)
+        self.found.data["pool"].add(self.kept)
         self.report.configs_read += 1
 
 
@@ -95,8 +230,18 @@ class GpuModeLoader(SourceLoader):
     description = "GPU MODE's KernelBot competition results (Hugging Face datasets-server or a saved snapshot)"
     unit = "configs"
     record_title = "GPU MODE KernelBot"
-    record_prefix = "leaderboard"  # leaderboard/{board}/{user}/{gpu}
-    options = (Option("--leaderboard", "leaderboards", "board name (repeatable)", metavar="NAME"),)
+    record_prefix = "leaderboard"  # leaderboard/{board}/{user}/{runner or GPU}
+    options = (
+        Option("--leaderboard", "leaderboards", "board name (repeatable)", metavar="NAME"),
+        Option(
+            "--index-wait",
+            "index_wait",
+            "seconds a config's /filter may answer 'not ready' while the server indexes it (default 600)",
+            type=seconds,
+            repeat=False,
+            metavar="SECONDS",
+        ),
+    )
     selects = "boards"
     limit_help = "rows per config"
     fatal = (FetchError, ParseError)
@@ -110,25 +255,31 @@ class GpuModeLoader(SourceLoader):
     def print_report(self, report: ImportReport, console: Console) -> None:
         print_report(report, console)
 
-    async def discover(self, source: Any, report: ImportReport, *, leaderboards: list[str] | None = None) -> Discovery:
+    async def discover(
+        self, source: Any, report: ImportReport, *, leaderboards: list[str] | None = None, index_wait: float | None = None
+    ) -> Discovery:
+        if index_wait is not None and isinstance(source, HttpSource):
+            source.index_wait = index_wait
         found = await discover(source, leaderboards=leaderboards)
         report.configs_listed, report.boards_listed = found.configs_listed, len(found.boards)
         for subject, reason in found.problems:
             report.reject(subject, reason)
-        return Discovery(responses=list(found.responses), units=list(found.configs), data={"discovery": found, "best": _Best()})
+        for subject, what in found.notices:
+            report.notice(subject, what)
+        return Discovery(responses=list(found.responses), units=list(found.configs), data={"discovery": found, "pool": Pool()})
 
     def reader(self, unit: str, found: Discovery, report: ImportReport, limit: int | None) -> UnitReader:
         return _ConfigReader(unit, found, report, limit)
 
     def finish(self, found: Discovery, report: ImportReport) -> list[RecordGroup]:
-        """One group per board, its users' best candidates in key order."""
-        best: _Best = found.data["best"]
+        """Each board's rule decided; one group per board, its users' best candidates in key order."""
+        pool: Pool = found.data["pool"]
         groups: dict[Any, RecordGroup] = defaultdict(lambda: RecordGroup(None))
-        for candidate in sorted(best.by_key.values(), key=lambda c: c.key):
+        for candidate in sorted(pool.decide(report), key=lambda c: c.key):
             group = groups[candidate.board]
             if group.definition_digest is None:
                 group.definition_digest = definition_for(candidate.board)[1]
-            label = f"submission {candidate.submission.submission_id}"
+            label = f"{candidate.config} submission {candidate.submission.submission_id}"
             group.records.append(Record(external_id_of(candidate), record_fingerprint(candidate), label, candidate))
         return list(groups.values())
 
@@ -148,10 +299,10 @@ class GpuModeLoader(SourceLoader):
         )
 
     def counted(self, report: ImportReport, record: Record) -> None:
-        report.board(record.data.board.name).runs[record.data.product] += 1
+        report.board(record.data.board.name).runs[record.data.environment.label] += 1
 
     def progress_runs(self, report: ImportReport) -> int:
-        return report.parsed or report.candidates - report.not_best
+        return report.parsed or len(report.boards)
 
 
 LOADER = GpuModeLoader()

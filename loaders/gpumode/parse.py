@@ -2,16 +2,20 @@
 
 Strict about the fields the loader uses, blind to the rest (new columns stay in the snapshot).
 A page is parsed in two steps so that one bad row rejects only itself: `parse_rows_page` checks
-the envelope, `parse_submission` / `parse_leaderboard` each row.
+the envelope (the same for `/rows` and `/filter`), `parse_submission` / `parse_leaderboard` each
+row. Where each field comes from is in README.md ("What is read").
 
 Two kinds of submission rows:
 
-- **per-shape** (e.g. `amd_successful_submissions`): `run_result` holds `benchmark-count` and,
-  per case N, `benchmark.N.{spec,mean,std,err,best,worst,runs}` (times in ns; the values may be
-  numbers or numeric text). `run_result` and `run_system_info` may arrive as objects or as JSON
-  text.
-- **flat** (e.g. `nvidia_nvfp4_submissions`): one aggregate `score` (seconds) per submission, with
-  `problem_name`, `user_name`, `status`; no per-case statistics.
+- **per-shape** (`amd_successful_submissions`: gpu-mode/kernelbot-data `export.py`): one row per
+  run; `run_result` holds `benchmark-count` and, per case N, `benchmark.N.{spec,mean,std,err,
+  best,worst,runs}` (times in ns, as KernelBot's `examples/eval.py` logs them; numbers or numeric
+  text); `run_system_info` is KernelBot's `SystemInfo` (`gpu`, `device_count`, ...). Both may
+  arrive as objects or as JSON text.
+- **flat** (`nvidia_nvfp4_submissions`, `amd_1_1m_competition`, `trimul_submissions`,
+  `helion_b200_nebius`: gpu-mode/kernelbot `hf_export.py` SUBMISSIONS_SCHEMA and
+  `sql/get_hf_export_rows.sql`): one row per (board, user, code, runner) with KernelBot's
+  `score` (seconds), `status`, `passed`, `mode` and `runner`; no per-case statistics.
 """
 
 from __future__ import annotations
@@ -83,9 +87,12 @@ class Row:
 class RowsPage:
     rows: list[Row]
     total: int
+    partial: bool = False  # /filter: the index covers only part of the split (docs: filter.md)
 
 
 def parse_rows_page(body: bytes) -> RowsPage:
+    """A `/rows` or `/filter` answer: `{"rows": [{"row_idx", "row", "truncated_cells"}],
+    "num_rows_total", "num_rows_per_page", "partial"}` (dataset-viewer docs: rows.md, filter.md)."""
     data = _json(body, "page")
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise ParseError("page: no `rows` list")
@@ -97,7 +104,7 @@ def parse_rows_page(body: bytes) -> RowsPage:
         if not isinstance(item, dict) or not isinstance(item.get("row"), dict) or not isinstance(item.get("row_idx"), int):
             raise ParseError(f"page: rows[{position}] has no `row_idx` and `row`")
         rows.append(Row(item["row_idx"], item["row"], tuple(item.get("truncated_cells") or ())))
-    return RowsPage(rows, total)
+    return RowsPage(rows, total, data.get("partial") is True)
 
 
 # ---------------------------------------------------------------- config `leaderboards`
@@ -135,7 +142,8 @@ def parse_leaderboard(row: Row) -> Leaderboard:
 class Case:
     index: int
     spec: str  # as the source wrote it: "k: 7168; m: 1024; n: 1536; seed: 8135"
-    axes: dict[str, int]  # the integer parameters of the spec
+    axes: dict[str, int]  # the positive integer parameters of the spec, but its seed
+    seed: int | None
     mean: float
     std: float | None
     err: float | None
@@ -145,8 +153,13 @@ class Case:
 
 
 class SystemInfo(SourceModel):
-    gpu: str = Field(min_length=1)
+    """KernelBot's `run_eval.SystemInfo`: `gpu` is `torch.cuda.get_device_name()` ('' when no GPU
+    was found), `device_count` the GPUs the run had."""
+
+    gpu: str = ""
+    device_count: int | None = None
     cpu: str | None = None
+    runtime: str | None = None
     platform: str | None = None
     torch: str | None = None
 
@@ -160,10 +173,19 @@ def _decoded(value: Any) -> Any:
     return value
 
 
+def _id_text(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _name_or_none(value: Any) -> Any:
+    # hf_export.rows_to_parquet_bytes writes a missing user name as "": no name, not a name.
+    return None if isinstance(value, str) and not value.strip() else value
+
+
 class PerShapeRow(SourceModel):
     submission_id: int
     leaderboard_id: int
-    user_id: str
+    user_id: str = Field(min_length=1)  # export.py: anonymized integers
     user_name: str | None = None
     submission_time: datetime
     code_id: int | None = None
@@ -176,32 +198,35 @@ class PerShapeRow(SourceModel):
 
     _time_utc = field_validator("submission_time", mode="before")(classmethod(lambda cls, v: _utc(v)))
     _decode = field_validator("run_system_info", "run_result", mode="before")(classmethod(lambda cls, v: _decoded(v)))
-
-    @field_validator("user_id", mode="before")
-    @classmethod
-    def _id_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    _user_id = field_validator("user_id", mode="before")(classmethod(lambda cls, v: _id_text(v)))
+    _user_name = field_validator("user_name", mode="before")(classmethod(lambda cls, v: _name_or_none(v)))
 
     def cases(self) -> list[Case]:
         return parse_cases(self.run_result)
 
 
 class FlatRow(SourceModel):
+    """A row of hf_export.py's SUBMISSIONS_SCHEMA (gpu-mode/kernelbot): the columns of
+    sql/get_hf_export_rows.sql. `status`, `score`, `passed`, `mode` and `runner` come from a LEFT
+    JOIN, so all but `status` may be null on a row that did not pass."""
+
     submission_id: int
+    leaderboard_id: int | None = None
     problem_name: str = Field(min_length=1)
-    user_name: str = Field(min_length=1)
     user_id: str | None = None
-    score: float | None = None
-    status: str | None = None
-    gpu_type: str | None = None
+    user_name: str | None = None
+    code_id: int | None = None
+    file_name: str | None = None
     submission_time: datetime | None = None
+    status: str | None = None
+    score: float | None = None
+    passed: bool | None = None
+    mode: str | None = None
+    runner: str | None = None
 
     _time_utc = field_validator("submission_time", mode="before")(classmethod(lambda cls, v: _utc(v)))
-
-    @field_validator("user_id", mode="before")
-    @classmethod
-    def _id_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    _user_id = field_validator("user_id", mode="before")(classmethod(lambda cls, v: _name_or_none(_id_text(v))))
+    _user_name = field_validator("user_name", mode="before")(classmethod(lambda cls, v: _name_or_none(v)))
 
 
 Submission = PerShapeRow | FlatRow
@@ -223,6 +248,8 @@ def parse_submission(row: Row) -> Submission:
         submission = model.model_validate(data)
     except ValidationError as error:
         raise ParseError(_problems(error)) from None
+    if submission.user_id is None and submission.user_name is None:
+        raise ParseError("user_id: missing, and user_name is empty: the row names no user")
     return submission  # run_result's cases are parsed when the row is known to rank (cases())
 
 
@@ -251,24 +278,38 @@ def _number(result: dict[str, Any], key: str, *, required: bool) -> float | None
     return number
 
 
+SEED = "seed"  # examples/eval.py: a case's RNG seed (combined with the secret seed when ranked)
+
+
 def parse_spec(spec: str) -> dict[str, int]:
-    """`"k: 7168; m: 1024; seed: 8135"` → its positive integer parameters (others stay in the text)."""
-    return dict(_spec_axes(spec))  # a copy: callers may keep it
+    """`"k: 7168; m: 1024; seed: 8135"` → its positive integer parameters but the seed: the sizes
+    (others, and the seed, stay in the text; the seed is `spec_seed`)."""
+    return dict(_spec_parts(spec)[0])  # a copy: callers may keep it
+
+
+def spec_seed(spec: str) -> int | None:
+    return _spec_parts(spec)[1]
 
 
 @lru_cache(maxsize=4096)  # a board's few specs repeat on every one of its rows
-def _spec_axes(spec: str) -> dict[str, int]:
-    axes = {}
+def _spec_parts(spec: str) -> tuple[dict[str, int], int | None]:
+    """KernelBot's examples/eval.py reads a case as `name: value` pieces split on `;`, a value
+    being a word or a signed integer."""
+    axes, seed = {}, None
     for piece in filter(None, (p.strip() for p in spec.split(";"))):
         name, colon, value = piece.partition(":")
-        if not colon or not name.strip():
+        name, value = name.strip(), value.strip()
+        if not colon or not name:
             raise ParseError(f"run_result: spec {spec!r} is not 'name: value; …'")
-        value = value.strip()
-        # Axes are sizes (registry.manifests.Size): a zero or negative parameter (e.g. `seed: 0`)
-        # is no size, and stays in the spec's text only.
+        if name == SEED:
+            if re.fullmatch(r"[+-]?\d+", value):
+                seed = int(value)
+            continue
+        # Axes are sizes (registry.manifests.Size): a zero or negative parameter is no size, and
+        # stays in the spec's text only.
         if re.fullmatch(r"\d+", value) and int(value) > 0:
-            axes[name.strip()] = int(value)
-    return axes
+            axes[name] = int(value)
+    return axes, seed
 
 
 def parse_cases(result: dict[str, Any]) -> list[Case]:
@@ -289,6 +330,7 @@ def parse_cases(result: dict[str, Any]) -> list[Case]:
                 index=index,
                 spec=spec.strip(),
                 axes=parse_spec(spec),
+                seed=spec_seed(spec),
                 mean=_number(result, prefix + "mean", required=True),
                 std=_number(result, prefix + "std", required=False),
                 err=_number(result, prefix + "err", required=False),

@@ -32,7 +32,8 @@ class RankRule:
     noise_aware: bool = strawberry.field(description="Runs whose difference is inside the measured noise tie.")
     tie_test: str = strawberry.field(
         description='When two runs tie: "exact" (equal values), "noise_band" (difference inside the larger '
-        'half-IQR), "ci95_overlap" (95% confidence intervals of the geometric mean of per-case means overlap).'
+        'half-IQR), "ci95_overlap" (95% confidence intervals of the metric, from per-case means, std and runs, '
+        "overlap; GPU MODE metrics: geomean, mean or last of the case means)."
     )
 
 

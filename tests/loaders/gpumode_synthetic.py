@@ -1,6 +1,15 @@
-"""Synthetic GPU MODE KernelBot rows in the real shape, for tests, the import benchmark and the
+"""SYNTHETIC GPU MODE KernelBot rows in the real shape, for tests, the import benchmark and the
 bundled snapshot. Everything is made up and named so: boards `synthetic-*`, users
-`synthetic-user-*`; no real submission appears.
+`synthetic-user-*` / ids 900000+; no real submission appears. The shapes (column names and value
+formats) are the sources' (loaders/gpumode/README.md cites each):
+
+- per-shape rows: gpu-mode/kernelbot-data `export.py` (fetch_submissions' columns; `user_id`
+  anonymized to integers; no `user_name`), `run_result` keys as KernelBot's examples/eval.py logs
+  them, `run_system_info` as run_eval.SystemInfo;
+- flat rows: gpu-mode/kernelbot `hf_export.py` SUBMISSIONS_SCHEMA / `sql/get_hf_export_rows.sql`
+  (`user_id` text, `user_name` "" when unknown, `status`, `score` in seconds, `passed`, `mode`,
+  `runner`);
+- times as the datasets-server writes a UTC timestamp (orjson with OPT_UTC_Z: `...Z`).
 
 `rows_body` is the one place a datasets-server `/rows` answer is built, so the live test server
 (tests/loaders/datasets_server.py) and a snapshot directory written by `write_snapshot` hold
@@ -37,6 +46,33 @@ def leaderboard(board_id: int, name: str, gpus: list[str], description: str | No
     }
 
 
+def case_result(means: list[float], *, rel_std: float = 0.01, runs: int = 100, specs: tuple[str, ...] = SPECS) -> dict[str, Any]:
+    """A `run_result` with KernelBot's keys (examples/eval.py: benchmark-count, benchmark.N.*)."""
+    result: dict[str, Any] = {"benchmark-count": str(len(means)), "check": "pass"}
+    for index, mean in enumerate(means):
+        std = mean * rel_std
+        result |= {
+            f"benchmark.{index}.spec": specs[index % len(specs)],
+            f"benchmark.{index}.runs": str(runs),
+            f"benchmark.{index}.mean": repr(mean),
+            f"benchmark.{index}.std": repr(std),
+            f"benchmark.{index}.err": repr(std / math.sqrt(runs)),
+            f"benchmark.{index}.best": repr(mean * 0.97),
+            f"benchmark.{index}.worst": repr(mean * 1.05),
+        }
+    return result
+
+
+def kernelbot_score(means: list[float], rule: str) -> float:
+    """KernelBot's submission.compute_score, in seconds: geom / mean / last of the case means."""
+    scores = [m / 1e9 for m in means]
+    if rule == "last":
+        return scores[-1]
+    if rule == "mean":
+        return sum(scores) / len(scores)
+    return math.pow(math.prod(scores), 1.0 / len(scores))
+
+
 def per_shape_row(
     submission_id: int,
     board_id: int,
@@ -46,38 +82,45 @@ def per_shape_row(
     rel_std: float = 0.01,
     runs: int = 100,
     gpu: str = "AMD Instinct MI300X",
+    device_count: int = 1,
     run_mode: str = "leaderboard",
     passed: bool = True,
-    time: str = "2026-05-01T12:00:00.000",
+    time: str = "2026-05-01T12:00:00.000000Z",
     specs: tuple[str, ...] = SPECS,
+    rule: str = "geom",
+    user_name: str | None = None,
 ) -> dict[str, Any]:
-    result: dict[str, Any] = {"benchmark-count": str(len(means))}
-    for index, mean in enumerate(means):
-        std = mean * rel_std
-        result |= {
-            f"benchmark.{index}.spec": specs[index % len(specs)],
-            f"benchmark.{index}.mean": repr(mean),
-            f"benchmark.{index}.std": repr(std),
-            f"benchmark.{index}.err": repr(std / math.sqrt(runs)),
-            f"benchmark.{index}.best": repr(mean * 0.97),
-            f"benchmark.{index}.worst": repr(mean * 1.05),
-            f"benchmark.{index}.runs": str(runs),
-        }
-    geomean = math.exp(sum(math.log(m) for m in means) / len(means))
-    return {
+    """A row of export.py's submissions query (SYNTHETIC values)."""
+    row = {
         "submission_id": submission_id,
         "leaderboard_id": board_id,
-        "user_id": f"{900000 + user}",
-        "user_name": f"synthetic-user-{user}",
+        "user_id": 900000 + user,
         "submission_time": time,
+        "file_name": "submission.py",
+        "code": f"# SYNTHETIC submission {submission_id}\n",
         "code_id": 50_000 + submission_id,
         "run_id": 70_000 + submission_id,
+        "run_start_time": time,
+        "run_end_time": time,
         "run_mode": run_mode,
-        "run_score": geomean / 1e9 if passed else None,
+        "run_score": kernelbot_score(means, rule) if passed and run_mode == "leaderboard" else None,
         "run_passed": passed,
-        "run_system_info": {"gpu": gpu, "cpu": "Synthetic CPU", "platform": "Linux", "torch": "2.6.0"},
-        "run_result": result,
+        "run_result": case_result(means, rel_std=rel_std, runs=runs, specs=specs),
+        "run_compilation": None,
+        "run_meta": {"stdout": "", "stderr": "", "success": True, "exit_code": 0, "duration": 1.5},
+        "run_system_info": {
+            "gpu": gpu,
+            "device_count": device_count,
+            "cpu": "Synthetic CPU",
+            "runtime": "ROCm" if "AMD" in gpu else "CUDA",
+            "platform": "Linux",
+            "torch": "2.6.0",
+            "hostname": "synthetic-host",
+        },
     }
+    if user_name is not None:
+        row["user_name"] = user_name
+    return row
 
 
 def flat_row(
@@ -86,19 +129,30 @@ def flat_row(
     user: int,
     *,
     score: float | None,
-    status: str = "success",
-    gpu: str | None = "B200",
-    time: str = "2026-05-02T08:30:00.000",
+    status: str = "succeeded",
+    runner: str | None = "B200",
+    time: str = "2026-05-02T08:30:00.000000Z",
+    board_id: int | None = None,
+    user_name: str | None = None,
 ) -> dict[str, Any]:
+    """A row of hf_export.py's SUBMISSIONS_SCHEMA (SYNTHETIC values): a submission that did not
+    finish or pass has no run joined (`score`, `passed`, `mode`, `runner` null)."""
+    ran = status in ("succeeded", "failed", "hacked", "timed_out") and runner is not None
     return {
         "submission_id": submission_id,
+        "leaderboard_id": board_id,
         "problem_name": problem,
-        "user_name": f"synthetic-user-{user}",
         "user_id": f"{900000 + user}",
-        "score": score,
-        "status": status,
-        "gpu_type": gpu,
+        "user_name": f"synthetic-user-{user}" if user_name is None else user_name,
+        "code_id": 50_000 + submission_id,
+        "file_name": "submission.py",
         "submission_time": time,
+        "status": status,
+        "score": score if status == "succeeded" else None,
+        "passed": (status == "succeeded") if ran else None,
+        "mode": "leaderboard" if status == "succeeded" else None,
+        "runner": runner if ran or status == "succeeded" else None,
+        "code": f"# SYNTHETIC submission {submission_id}\n",
     }
 
 
@@ -184,8 +238,10 @@ def bundle_dataset() -> dict[str, list[dict[str, Any]]]:
                 time=f"2026-06-{user:02d}T08:00:00.000",
             )
         )
-    flat = [flat_row(300 + user, "synthetic-nvfp4-gemv", user, score=round(2.2e-5 * (1 + user / 20), 9)) for user in range(1, 7)]
-    flat.append(flat_row(307, "synthetic-nvfp4-gemv", 7, score=None, status="failed"))
+    flat = [
+        flat_row(300 + user, "synthetic-nvfp4-gemv", user, score=round(2.2e-5 * (1 + user / 20), 9), board_id=9595) for user in range(1, 7)
+    ]
+    flat.append(flat_row(307, "synthetic-nvfp4-gemv", 7, score=None, status="failed", board_id=9595))
     return {"leaderboards": boards, PER_SHAPE_CONFIG: rows, FLAT_CONFIG: flat}
 
 

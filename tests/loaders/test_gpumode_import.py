@@ -1,6 +1,7 @@
 """GPU MODE KernelBot import: from a snapshot directory and from a live datasets-server-shaped
 HTTP server (paging, 500s while indexing, a drifted row, a failed run, a non-leaderboard run,
-two submissions of one user, ties), then ranks, per-case statistics and re-imports."""
+two submissions of one user, ties), then ranks, per-case statistics and re-imports. All rows are
+SYNTHETIC (tests/loaders/gpumode_synthetic.py); each real shape is in test_gpumode_real_shapes.py."""
 
 from __future__ import annotations
 
@@ -90,13 +91,14 @@ async def test_snapshot_import_keeps_each_users_best_and_declares_ties(db, snaps
     assert reasons == {"amd_successful_submissions submission 7": "run_result: benchmark.3.mean is missing"}
     skipped = {p.subject: p.reason for p in report.skipped}
     assert skipped == {
-        "amd_successful_submissions submission 5": "run did not pass (run_passed is false)",
+        "amd_successful_submissions submission 5": "run_passed is false: a run that did not pass never ranks",
         "amd_successful_submissions submission 6": "run_mode 'benchmark': only leaderboard-mode runs rank",
-        "nvidia_nvfp4_submissions submission 23": "status 'failed': a failed submission does not rank",
+        "nvidia_nvfp4_submissions submission 23": "status 'failed': did not pass KernelBot's checks; never ranked",
     }
     # fp8: 120 + users 1, 2, 3; moe: 1; the unlisted board: 1; gemv: 3.
     assert (report.parsed, report.new, report.not_best) == (128, 128, 1)
     assert report.boards["synthetic-fp8-mm"].runs == {"AMD Instinct MI300X": 123}
+    assert (report.boards["synthetic-fp8-mm"].rule, report.boards["synthetic-nvfp4-gemv"].rule) == ("geomean", "score")
     assert report.boards["leaderboard-9999"].listed is False
 
     fp8 = await ranks_of(db, "synthetic-fp8-mm")
@@ -104,14 +106,17 @@ async def test_snapshot_import_keeps_each_users_best_and_declares_ties(db, snaps
     user1 = await db.runs.find_one({"spec.sourceNative.externalId": f"{FP8}/900001/amd-instinct-mi300x"})
     assert user1["spec"]["sourceNative"]["metrics"]["submission_id"] == 2  # the faster, later one
     case = user1["spec"]["cases"][0]
-    assert case["axes"] == {"k": 7168, "m": 1024, "n": 1536, "seed": 8135}
+    assert case["axes"] == {"k": 7168, "m": 1024, "n": 1536}  # the seed is no axis: it is the case's seed
+    suite = await db.workloads.find_one({"_id": user1["spec"]["workloadDigest"]})
+    assert suite["spec"]["cases"][0]["sourceNative"] == {"spec": "k: 7168; m: 1024; n: 1536; seed: 8135", "seed": 8135}
     assert case["sampleCount"] == 100 and case["latencyNs"]["mean"] == 20_000 and case["latencyNs"]["std"] == 200
     group = await db.comparison_groups.find_one({"_id": user1["groupKey"]})
     assert group["rankRule"]["ci_overlap"] is True and group["size"] == 123
     assert await ranks_of(db, "synthetic-nvfp4-gemv") == {"900001": 1, "900002": 1, "900003": 3}
-    # A seed of 0 or below is no size: it stays in the case's spec text, not in its axes.
+    # Seeds of 0 and below are seeds too; they stay with the case's spec, not in its axes.
     moe = await db.workloads.find_one({"spec.cases.sourceNative.spec": "e: 8; t: 512; seed: 0"})
     assert [case["axes"] for case in moe["spec"]["cases"]] == [{"e": 8, "t": 512}, {"e": 8, "t": 2048}]
+    assert [case["sourceNative"]["seed"] for case in moe["spec"]["cases"]] == [0, -2]
 
     again = await run_import(db, snapshot_dir=snapshot, console=quiet())
     assert (again.new, again.unchanged, again.superseded, again.snapshots_saved) == (0, 128, 0, 0)
@@ -134,12 +139,14 @@ async def test_live_server_pages_retries_500s_while_indexing_and_matches_the_sna
     assert len(again.rejected) == 1  # the drifted row, as before
 
 
-async def test_a_better_submission_supersedes_and_a_failed_page_rejects_only_itself(db):
+async def test_a_better_submission_supersedes_and_a_failed_page_drops_only_its_config(db):
     data = dataset()
-    with DatasetsServer(data, {f"/rows/{synthetic.PER_SHAPE_CONFIG}/0": ["malformed"]}) as server:
+    with DatasetsServer(data, {f"/rows/{synthetic.PER_SHAPE_CONFIG}/100": ["malformed"]}) as server:
         report = await run_import(db, source=fast(server.base_url), console=quiet())
-    assert {p.subject for p in report.rejected} == {f"{synthetic.PER_SHAPE_CONFIG} offset 0"}
-    assert report.parsed == 3  # only the flat board: the first page could not be read, so neither could the rest
+    # The config's first page was read, its second not: nothing of the config is imported.
+    assert [p.subject for p in report.rejected] == [synthetic.PER_SHAPE_CONFIG]
+    assert "not imported: the page at offset 100 could not be read" in report.rejected[0].reason
+    assert report.parsed == 3 and await db.runs.count_documents({}) == 3  # only the flat board
     data[synthetic.PER_SHAPE_CONFIG].append(synthetic.per_shape_row(30, FP8, 10, means=scaled(0.9)))
     with DatasetsServer(data) as server:
         report = await run_import(db, source=fast(server.base_url), console=quiet())
@@ -155,7 +162,8 @@ async def test_a_better_submission_supersedes_and_a_failed_page_rejects_only_its
 async def test_dry_run_selection_and_limit(db, snapshot):
     report = await run_import(None, snapshot_dir=snapshot, leaderboards=["synthetic-moe", "nope"], dry_run=True, console=quiet())
     assert report.parsed == 1 and set(report.boards) == {"synthetic-moe"}
-    assert {p.subject for p in report.rejected} == {"leaderboard nope"}
+    # A name the leaderboards config does not list is a notice (rows naming it are still read), not a failure.
+    assert report.rejected == [] and {p.subject for p in report.notices} == {"leaderboard nope"}
     limited = await run_import(db, snapshot_dir=snapshot, limit=5, console=quiet())
     assert limited.discovered == 5 + 4 and await db.runs.count_documents({}) == limited.new == 5 + 3
 

@@ -80,3 +80,22 @@ def test_flat_boards_rank_by_score_with_exact_ties():
     assert rule.tie_test == "exact"
     ranks = rank_entries(rule, [Entry("a", 5.0, 1.0), Entry("b", 5.5, 1.0), Entry("c", 5.0)])
     assert ranks == {"a": 1, "c": 1, "b": 3}
+
+
+def with_timing(run: BenchmarkRunSpec, statistic: str, value: int) -> BenchmarkRunSpec:
+    return run.model_copy(update={"timing": run.timing.model_copy(update={"primaryStatistic": statistic, "latencyNs": {statistic: value}})})
+
+
+def test_boards_ranked_by_the_mean_or_the_last_case_tie_on_that_statistics_interval():
+    # KernelBot's other rules (consts.RankCriterion): the mean of the case means, or the last case's.
+    mean_rule = rank_rule_for(gpumode_protocol("mean"))
+    assert mean_rule == RankRule(metric="mean", order="asc", noise_aware=True, ci_overlap=True)
+    spec = with_timing(run_with_cases([(1000, 100, 100), (4000, 400, 100)]), "mean", 2500)
+    value, half = rank_value(mean_rule, spec)
+    # SE(M) = √(100²/100 + 400²/100) / 2 = √1700 / 2 ns.
+    assert (value, half) == (2500.0, pytest.approx(1.959963984540054 * math.sqrt(1700) / 2))
+    last_rule = rank_rule_for(gpumode_protocol("last"))
+    single = with_timing(run_with_cases([(4000, 400, 100)]), "last", 4000)
+    assert rank_value(last_rule, single) == (4000.0, pytest.approx(1.959963984540054 * 40))
+    # No std or runs for a case: no interval, an exact value only.
+    assert rank_value(mean_rule, with_timing(run_with_cases([(1000, 100, None), (4000, 400, 100)]), "mean", 2500)) == (2500.0, 0.0)
