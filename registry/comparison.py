@@ -2,8 +2,8 @@
 
 The key covers the definition, the workload suite, the protocol's comparability family and
 version, and the GPU (product and architecture, and the form factor where the environment names
-one: GPU MODE's runners B200 and B200_Nebius are two environments of one product). The implementation is deliberately not part of
-it: implementations are what a group compares.
+one: GPU MODE's runners B200 and B200_Nebius are two environments of one product). The
+implementation is deliberately not part of it: implementations are what a group compares.
 """
 
 from __future__ import annotations
