@@ -1,31 +1,67 @@
-# The two commands of the README: `make serve` and `make test`. Each sets up what it needs.
+# The two commands of the README: `make serve` and `make test`. Each sets up what it needs, and
+# each set-up step runs again only when what it installs from changed (pyproject.toml, a lock file).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# The CPU build of torch that lies on this kind of machine's disk (the kernels extra needs torch).
+STAMP := $(VENV)/.kernelindex
+# The CPU build of torch (the kernels extra needs torch): PyPI's Linux torch is the CUDA build
+# (~5 GB with its nvidia packages), so a host without a GPU takes it from PyTorch's CPU index.
 TORCH_CPU := torch==2.13.0
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+NPM_CI := npm ci --no-audit --no-fund --silent
+# setuptools warns on every editable install that a folder named like a package may shadow it
+# (here, that is the point): a clean log.
+EDITABLE := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install -q -e
 
-.PHONY: serve test lint setup setup-dev bench-api bench-import bench-subscriptions bench-gateway schema clean
+.PHONY: serve test lint setup setup-dev kernels bench-api bench-import bench-subscriptions bench-gateway schema clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-setup: $(BIN)/python gateway/node_modules/.package-lock.json
-	$(BIN)/pip install -q -e .
-	@# GraphiQL's pinned assets, served locally by the web pages (no CDN).
-	cd web/assets && npm ci --no-audit --no-fund --silent
+# torch: kept when present; else the CUDA build on a host with an NVIDIA GPU, the CPU build elsewhere.
+define install_torch
+	@if $(BIN)/python -c "import torch" 2>/dev/null; then :; \
+	elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
+	  echo "make: an NVIDIA GPU is present: installing the CUDA build of torch"; $(BIN)/pip install -q "torch>=2.5"; \
+	else \
+	  echo "make: no NVIDIA GPU: installing the CPU build of torch from $(TORCH_CPU_INDEX)"; \
+	  $(BIN)/pip install -q $(TORCH_CPU) --extra-index-url $(TORCH_CPU_INDEX); \
+	fi
+endef
+
+# The editable install (code changes need no reinstall): again only when pyproject.toml changes.
+$(STAMP)-installed: pyproject.toml | $(BIN)/python
+	$(EDITABLE) .
+	@touch $@
+
+$(STAMP)-kernels: pyproject.toml | $(BIN)/python
+	$(install_torch)
+	$(EDITABLE) '.[kernels]'
+	@touch $@ $(STAMP)-installed
+
+$(STAMP)-dev: pyproject.toml | $(BIN)/python
+	$(install_torch)
+	$(EDITABLE) '.[dev,kernels]'
+	@touch $@ $(STAMP)-kernels $(STAMP)-installed
 
 # The pinned npm composers and Hive Gateway (what `serve` runs); again when the lock file changes.
 gateway/node_modules/.package-lock.json: gateway/package-lock.json
-	cd gateway && npm ci --no-audit --no-fund --silent
+	cd gateway && $(NPM_CI)
 
-setup-dev: $(BIN)/python gateway/node_modules/.package-lock.json
+# GraphiQL's pinned assets, served locally by the web pages (no CDN).
+web/assets/node_modules/.package-lock.json: web/assets/package-lock.json
+	cd web/assets && $(NPM_CI)
+
+setup: $(STAMP)-installed gateway/node_modules/.package-lock.json web/assets/node_modules/.package-lock.json
+
+# What the README's controlled-rerun walkthrough needs beyond `make serve`: torch (CPU build
+# where there is no GPU), numpy, matplotlib.
+kernels: setup $(STAMP)-kernels
+
+setup-dev: $(STAMP)-dev gateway/node_modules/.package-lock.json web/assets/node_modules/.package-lock.json
 	@# Page tests drive Debian's Chromium headless (Playwright never downloads a browser here).
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
-	$(BIN)/pip install -q $(TORCH_CPU)
-	$(BIN)/pip install -q -e '.[dev,kernels]'
-	cd web/assets && npm ci --no-audit --no-fund --silent
 
 serve: setup
 	$(BIN)/kernelindex serve $(ARGS)
@@ -55,4 +91,4 @@ bench-gateway: setup-dev
 	$(BIN)/python bench/gateway.py
 
 clean:
-	rm -rf $(VENV) gateway/node_modules .kernelindex
+	rm -rf $(VENV) gateway/node_modules web/assets/node_modules .kernelindex

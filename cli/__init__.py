@@ -13,7 +13,7 @@ import os
 import sys
 
 from cli import agents, attest, bench, imports, jobs, keys, manifests, reading, runner, serve, supergraph, web
-from cli.common import CommandError, fail
+from cli.common import CommandError, default_api, fail
 from client.api import ApiError
 from registry.manifests import ManifestError
 from server.bootstrap import BootstrapError
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = Settings()
+    default_api(args)
     try:
         return args.handler(args, settings)
     except ManifestError as error:

@@ -21,8 +21,8 @@ def fail(message: str) -> int:
 
 
 def with_db(settings: Settings, work):
-    """Run `await work(db)` against the command's database (MONGODB_URI, the running `serve`'s
-    embedded server, or one started for this command), with the schema ensured."""
+    """Run `await work(db)` against the command's database (MONGODB_URI, else the running
+    `serve`'s embedded server; neither: one `error:` line saying how to start it)."""
     from cli.database import with_database
 
     return with_database(settings, work)
@@ -31,10 +31,22 @@ def with_db(settings: Settings, work):
 def add_api_options(parser: argparse.ArgumentParser, key_help: str) -> None:
     """--api / --api-key / --timeout, named the same on every verb that calls the API."""
     parser.add_argument(
-        "--api", default=None, metavar="URL", help="GraphQL endpoint (default: KERNELINDEX_API, else http://127.0.0.1:8000/graphql)"
+        "--api",
+        default=None,
+        metavar="URL",
+        help="GraphQL endpoint (default: KERNELINDEX_API, else the running `kernelindex serve`'s, else http://127.0.0.1:8000/graphql)",
     )
     parser.add_argument("--api-key", default=None, metavar="KEY", help=f"{key_help} (default: KERNELINDEX_API_KEY)")
     parser.add_argument("--timeout", type=float, default=60.0, metavar="S", help="seconds to wait for each API call")
+
+
+def default_api(args: argparse.Namespace) -> None:
+    """A verb that calls the API and was given no --api nor KERNELINDEX_API talks to the stack
+    that `kernelindex serve` runs on this home (whatever its port), if one runs."""
+    if getattr(args, "api", "unset") is None and not os.environ.get("KERNELINDEX_API"):
+        from store.embedded import running_stack_api
+
+        args.api = running_stack_api()
 
 
 def api_key(args: argparse.Namespace, who: str) -> str:
@@ -60,8 +72,16 @@ def load_signing_key(path: Path):
         raise CommandError(f"--signing-key: not an unencrypted ed25519 private key in PEM ({error})") from None
 
 
+# Where the CPU-only build of torch is published (PyPI's Linux torch is the CUDA build, ~5 GB).
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
 def require_kernels_extra(verb: str) -> None:
     """Before importing the harness: one line instead of a traceback when torch is missing."""
     missing = [name for name in ("torch", "numpy") if importlib.util.find_spec(name) is None]
     if missing:
-        raise CommandError(f"kernelindex {verb} needs the kernels extra (pip install -e '.[kernels]'): no module named {missing[0]}")
+        raise CommandError(
+            f"kernelindex {verb} needs the kernels extra: no module named {missing[0]}; install it with `make kernels` in the "
+            f"repository (the CPU build of torch where there is no GPU), or `pip install torch --index-url {TORCH_CPU_INDEX}` "
+            "then `pip install numpy matplotlib` (on a GPU host: `pip install torch numpy matplotlib`)"
+        )

@@ -1,7 +1,8 @@
 """Which database a CLI command talks to.
 
-MONGODB_URI if set; else the embedded server that a running `serve` started; else an embedded
-server started for the length of the command (on the same files `serve` uses).
+MONGODB_URI if set; else the embedded server that a running `serve` started (its address file in
+the home, `store.embedded.home()`). Nothing running: one `error:` line saying how to start it; a
+command never starts a database of its own (it would be a second one, or a stray one elsewhere).
 """
 
 from __future__ import annotations
@@ -11,11 +12,7 @@ import contextlib
 from collections.abc import Iterator
 
 from server.settings import Settings
-from store.embedded import EmbeddedServer, home, running_server_uri
-
-
-def embedded_storage():
-    return home() / "db"
+from store.embedded import EmbeddedDatabaseError, no_server_message, running_server_uri
 
 
 @contextlib.contextmanager
@@ -24,11 +21,9 @@ def database_uri(settings: Settings) -> Iterator[str]:
         yield settings.mongodb_uri
         return
     uri = running_server_uri()
-    if uri:
-        yield uri
-        return
-    with EmbeddedServer(embedded_storage(), log_path=home() / "secantusd.log") as server:
-        yield server.uri
+    if not uri:
+        raise EmbeddedDatabaseError(no_server_message())
+    yield uri
 
 
 def with_database(settings: Settings, work):

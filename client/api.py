@@ -49,7 +49,11 @@ class ApiClient:
         try:
             response = self.http.post(self.url, json={"query": query, "variables": variables or {}})
         except httpx.HTTPError as error:
-            raise ApiError(f"cannot reach {self.url}: {error}", ["UNAVAILABLE"]) from None
+            raise ApiError(
+                f"cannot reach {self.url}: {error or type(error).__name__} (start the stack with `kernelindex serve`, "
+                "or name the API with --api / KERNELINDEX_API)",
+                ["UNAVAILABLE"],
+            ) from None
         try:
             body = response.json()
         except json.JSONDecodeError:

@@ -29,7 +29,16 @@ import httpx
 
 from server.settings import Settings
 from store.client import STORAGE_PATH_ENV
-from store.embedded import EmbeddedServer, clear_address, home, recover_stale_address, write_address
+from store.embedded import (
+    EmbeddedServer,
+    clear_address,
+    clear_stack,
+    home,
+    recover_stale_address,
+    running_stack_api,
+    write_address,
+    write_stack,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GATEWAY_DIR = Path(__file__).resolve().parent  # Hive Gateway: its config, composer, npm packages
@@ -103,6 +112,7 @@ class Stack:
             if not HIVE_GATEWAY.exists():
                 raise StackError(f"Hive Gateway is not installed ({HIVE_GATEWAY} missing): run `make serve`, or `npm ci` in gateway/")
             env, supergraph, web_port = self._start_parts()
+        say("starting the web process and Hive Gateway ...")
         self._spawn(
             "Hive Gateway",
             [
@@ -132,15 +142,30 @@ class Stack:
         """Where the gateway is reached from this host (a wildcard host on loopback)."""
         return LOOPBACK if self.host in ("0.0.0.0", "::", "") else self.host
 
+    @property
+    def graphql_url(self) -> str:
+        return f"http://{self.internal_host}:{self.port}/graphql"
+
+    @property
+    def web_url(self) -> str:
+        return f"http://{self.internal_host}:{self.port}/"
+
     def _start_parts(self) -> tuple[dict[str, str], Path, int]:
         """Everything but the gateway: (its environment, the supergraph file, the web port)."""
+        if running := running_stack_api():
+            raise StackError(f"a kernelindex serve already runs on {home()} (GraphQL {running}); stop it first, or set KERNELINDEX_HOME")
         uri = self._start_database()
         if self.load_data:
             from server.bootstrap import BUNDLED_DATA, bootstrap
 
-            asyncio.run(bootstrap(uri, self.settings, BUNDLED_DATA))
-        env = {**os.environ, "MONGODB_URI": uri}
+            asyncio.run(bootstrap(uri, self.settings, BUNDLED_DATA, say=say))
+        # The home, resolved once (absolute), is every child's: they run in the package's directory.
+        env = {**os.environ, "MONGODB_URI": uri, "KERNELINDEX_HOME": str(home())}
+        if not sys.stderr.isatty():
+            # A log file or a pipe gets no colour codes (Hive Gateway's logger honours NO_COLOR).
+            env.setdefault("NO_COLOR", "1")
         urls = self.subgraph_urls
+        say("starting the registry and benchmarks subgraphs and composing the supergraph ...")
         for name in SUBGRAPHS:
             # Bound here and handed down, so no other process can take the port before a child
             # starts listening (and answer in its place); one socket per replica (SO_REUSEPORT).
@@ -178,9 +203,10 @@ class Stack:
         # A write the disk refuses is told by its cause (store.client.unavailable), here and in
         # the children, which inherit it.
         os.environ[STORAGE_PATH_ENV] = str(home() / "db")
+        say(f"starting the embedded database (data in {home() / 'db'}) ...")
         uri = self.database.start()
         write_address(self.database)
-        print(f"embedded database on {uri} (data in {home() / 'db'})", file=sys.stderr)
+        say(f"embedded database on {uri}")
         return uri
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> None:
@@ -236,9 +262,15 @@ class Stack:
                 child.process.terminate()
         for child in reversed(self.children):
             child.stop(timeout_s=15)
+        clear_stack()
         if self.database is not None:
             self.database.stop()
             clear_address()
+
+
+def say(line: str) -> None:
+    """One line of the stack's progress on stderr (flushed: a log or a pipe sees it at once)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def bound_socket(host: str, port: int, reuse_port: bool = False) -> socket.socket:
@@ -285,10 +317,10 @@ def run_stack(stack: Stack) -> int:
         signal.signal(sig, _raise_stop)
     try:
         stack.start()
-        print(
-            f"KernelIndex GraphQL on http://{stack.host}:{stack.port}/graphql (registry + benchmarks subgraphs x{stack.replicas}, Hive Gateway)",
-            file=sys.stderr,
-        )
+        write_stack(stack.graphql_url, stack.web_url)
+        say(f"KernelIndex is ready (registry + benchmarks subgraphs x{stack.replicas}, Hive Gateway):")
+        say(f"  web pages  {stack.web_url}")
+        say(f"  GraphQL    {stack.graphql_url}  (GraphiQL: {stack.web_url}graphiql)")
         stack.supervise()
     except Stop:
         return 0

@@ -17,11 +17,13 @@ A second start finds everything present and writes nothing.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from loaders.kernelindex_catalog.fetch import CatalogRefused
 from loaders.manifest_files import read_manifests
-from loaders.pipeline import import_bundled, run_catalog_import
+from loaders.pipeline import run_catalog_import
 from registry.code import PinsError, parse_pins
 from registry.dsse import keyid, load_public_key
 from server.settings import Settings
@@ -47,23 +49,73 @@ def approved_runner_keys(data_dir: Path) -> dict:
     return keys
 
 
-async def bootstrap(uri: str, settings: Settings, data_dir: Path) -> None:
+def _import_line(report) -> str:
+    return f"{report.new} runs new, {report.unchanged} unchanged, {report.superseded} superseded"
+
+
+def _set_line(report) -> str:
+    counts = {"new": 0, "unchanged": 0, "superseded": 0}
+    for outcome in report.runs:
+        counts[outcome.status] += 1
+    return f"{counts['new']} runs new, {counts['unchanged']} unchanged, {counts['superseded']} superseded"
+
+
+async def bootstrap(uri: str, settings: Settings, data_dir: Path, say: Callable[[str], None] | None = None) -> None:
+    """Load `data_dir` into the database at `uri`. `say` gets one line as each step starts and
+    one when it ends (with what it wrote and how long it took): `serve`'s start-up progress."""
+    say = say or (lambda line: None)
     client = make_client(uri)
     try:
         db = client[settings.database]
         await ensure_schema(db)
-        await import_bundled(db, data_dir)
+        controlled = sorted((data_dir / "controlled").rglob("manifests.json"))
+        verified = sorted((data_dir / "verified").glob("*.json"))
+        from loaders.pipeline import run_import
+        from loaders.sources import loaders
+
+        # Every registered source whose folder under data_dir exists (as loaders.pipeline.import_bundled).
+        sources = [(loader, data_dir / (loader.bundled or f"snapshots/{loader.key}")) for loader in loaders()]
+        sources = [(loader, folder) for loader, folder in sources if folder.is_dir()]
+        steps = [f"the {loader.title} snapshot" for loader, _ in sources]
+        catalog_present = (data_dir / "kernelindex-catalog" / "latest.json").is_file()
+        steps += [
+            name
+            for name, present in (
+                ("the KernelIndex public catalog", catalog_present),
+                ("the controlled runs", bool(controlled)),
+                ("the verified reruns", bool(verified)),
+            )
+            if present
+        ]
+
+        async def step(name: str, work, line) -> None:
+            number = steps.index(name) + 1
+            say(f"bundled data {number}/{len(steps)}: importing {name} ...")
+            started = time.monotonic()
+            result = await work()
+            say(f"bundled data {number}/{len(steps)}: {name}: {line(result)} ({time.monotonic() - started:.1f} s)")
+
+        for loader, folder in sources:
+            await step(
+                f"the {loader.title} snapshot",
+                lambda loader=loader, folder=folder: run_import(loader, db, snapshot_dir=folder, console=None),
+                _import_line,
+            )
         catalog = data_dir / "kernelindex-catalog"
         if (catalog / "latest.json").is_file():
-            try:
-                await run_catalog_import(db, target=str(catalog), console=None, skip_if_imported=True)
-            except CatalogRefused as refused:
-                raise BootstrapError(f"{catalog}: " + "; ".join(refused.problems)) from None
+
+            async def import_catalog():
+                try:
+                    await run_catalog_import(db, target=str(catalog), console=None, skip_if_imported=True)
+                except CatalogRefused as refused:
+                    raise BootstrapError(f"{catalog}: " + "; ".join(refused.problems)) from None
+
+            await step("the KernelIndex public catalog", import_catalog, lambda _: "done (skipped when its import record says it is in)")
         manifests = []
-        for path in sorted((data_dir / "controlled").rglob("manifests.json")):
+        for path in controlled:
             manifests += read_manifests(path)
         if manifests:
-            await publish_set(db, manifests)
+            await step("the controlled runs", lambda: publish_set(db, manifests), _set_line)
         pins_file = data_dir / "code-pins.json"
         if pins_file.is_file():
             try:
@@ -71,11 +123,17 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path) -> None:
             except (PinsError, json.JSONDecodeError) as error:
                 raise BootstrapError(f"{pins_file}: {error}") from None
         approved = approved_runner_keys(data_dir)
-        for path in sorted((data_dir / "verified").glob("*.json")):
-            record = json.loads(path.read_text())
-            try:
-                await publish_signed_record(db, record["envelope"], approved)
-            except ResultError as error:
-                raise BootstrapError(f"{path}: {error.code}: {error}") from None
+
+        async def publish_verified() -> int:
+            for path in verified:
+                record = json.loads(path.read_text())
+                try:
+                    await publish_signed_record(db, record["envelope"], approved)
+                except ResultError as error:
+                    raise BootstrapError(f"{path}: {error.code}: {error}") from None
+            return len(verified)
+
+        if verified:
+            await step("the verified reruns", publish_verified, lambda count: f"{count} signed results checked")
     finally:
         await client.close()

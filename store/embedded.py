@@ -2,8 +2,9 @@
 
 SecantusDB is GPL-2.0, so it is never imported into our process: we start its `secantusd-py`
 command, wait until it answers `ping`, and stop it with SIGTERM (then wait) so WiredTiger closes
-its files cleanly. A running `serve` records the server's address in `.kernelindex/db.json`, so
-other CLI commands can use the same server instead of opening the same files twice.
+its files cleanly. A running `serve` records the server's address in `HOME/db.json` (and the
+stack's URLs in `HOME/stack.json`), so other CLI commands use the same server; when none runs they
+say how to start one (one `error:` line), never open the files behind a stack's back.
 
 Durability: on disk the server fsyncs its journal on every commit (`--sync-on-commit`), so a
 write it acknowledged survives `kill -9`. The child gets SIGTERM from the kernel when its parent
@@ -37,7 +38,15 @@ class EmbeddedDatabaseError(RuntimeError):
 
 
 def home() -> Path:
-    return Path(os.environ.get("KERNELINDEX_HOME", ".kernelindex"))
+    """Where the embedded server keeps its data, log and address files: KERNELINDEX_HOME, else the
+    user's data directory (`~/.local/share/kernelindex` on Linux). Always absolute, so every
+    command finds the same home from any directory; `serve` passes it to each child."""
+    given = os.environ.get("KERNELINDEX_HOME")
+    if given:
+        return Path(given).expanduser().resolve()
+    from platformdirs import user_data_path
+
+    return user_data_path("kernelindex", appauthor=False).resolve()
 
 
 def uri_for(port: int, host: str = HOST) -> str:
@@ -253,6 +262,41 @@ def recover_stale_address(wait_s: float = 20.0) -> str | None:
         stopped = f"; stopped its database child (pid {child})"
     clear_address()
     return f"recovered from a stopped serve (pid {owner}): removed the stale {address_file()}{stopped}"
+
+
+def no_server_message() -> str:
+    return (
+        f"no KernelIndex database is running for {home()}: start one with `kernelindex serve` "
+        "(or `make serve` in the repository) and run this again, or set MONGODB_URI"
+    )
+
+
+# ---------------------------------------------------------------- the stack file of `serve`
+
+
+def stack_file() -> Path:
+    return home() / "stack.json"
+
+
+def write_stack(graphql_url: str, web_url: str) -> None:
+    stack_file().parent.mkdir(parents=True, exist_ok=True)
+    stack_file().write_text(json.dumps({"graphql": graphql_url, "web": web_url, "owner": os.getpid()}))
+
+
+def clear_stack() -> None:
+    with contextlib.suppress(OSError, ValueError):
+        if json.loads(stack_file().read_text()).get("owner") == os.getpid():
+            stack_file().unlink()
+
+
+def running_stack_api() -> str | None:
+    """The GraphQL URL of a `serve` stack running on this home (its owner process alive), if any."""
+    try:
+        info = json.loads(stack_file().read_text())
+        owner, url = int(info["owner"]), str(info["graphql"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return url if _alive(owner) else None
 
 
 def running_server_uri() -> str | None:

@@ -9,8 +9,10 @@ line is one of:
 - a synopsis (it has placeholders: `[...]`, `FILE...`, `<...>`, `KEY_ID`, `a|b`): the same check;
 - anything else is run for real: the runnable lines of a block run in order in one bash (so
   `VAR=$(...)` carries to later lines), in a temporary directory, against a fresh
-  `kernelindex serve` (its own database, the bundled data loaded; the README's
-  http://127.0.0.1:8000 is replaced by its address), and must exit 0. A block that
+  `kernelindex serve` (its own embedded database, the bundled data loaded; the README's
+  http://127.0.0.1:8000 is replaced by its address), and must exit 0. That server is started as
+  a new user would start it: from an empty directory, with no KERNELINDEX_* nor MONGODB_URI set
+  (a HOME of its own), and the commands find it from another empty directory. A block that
   contains a command named in EXPECTED_OUTPUT must also print that text.
 """
 
@@ -21,7 +23,6 @@ import re
 import subprocess
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,7 @@ READMES = sorted(
 LONG_RUNNING = (
     "make serve",
     "make test",
+    "make kernels",  # installs torch: `make -n` (the test venv has it already)
     "make bench-api",
     "make bench-import",
     "make bench-subscriptions",
@@ -157,28 +159,30 @@ def test_long_running_and_synopsis_lines_match_their_help(command: Command):
         assert unknown == [], f"{command.id}: {command.text}\nflags not in `{' '.join(argv)}`: {unknown}"
 
 
+def _reader_env(user_home: Path) -> dict[str, str]:
+    """What a new user has: the venv's commands on PATH (what `. .venv/bin/activate` does), a
+    home directory of their own, and none of our variables (no KERNELINDEX_*, no MONGODB_URI)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELINDEX_") and k not in ("MONGODB_URI", "XDG_DATA_HOME")}
+    return {**env, "HOME": str(user_home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 @pytest.fixture(scope="module")
-def served(mongo_uri, tmp_path_factory):
-    """A fresh `kernelindex serve` (own database, bundled data loaded) and the environment a
-    README reader has: the venv's commands first on PATH, the API and database of that server."""
-    home = tmp_path_factory.mktemp("home")
-    database = f"readme_{uuid.uuid4().hex[:10]}"
+def served(tmp_path_factory):
+    """`kernelindex serve` as the README starts it, from an empty directory, on its embedded
+    database under the user's data directory (nothing set: the defaults), on a free port (as
+    `make serve ARGS="--port P"`); the commands then run from another empty directory and find
+    the stack through that home, as a reader's would."""
+    user_home = tmp_path_factory.mktemp("user")
+    env = _reader_env(user_home)
     port = free_port()
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "MONGODB_URI": mongo_uri,
-        "KERNELINDEX_DATABASE": database,
-        "KERNELINDEX_HOME": str(home),
-        "KERNELINDEX_API": f"http://127.0.0.1:{port}/graphql",
-    }
-    env.pop("KERNELINDEX_API_KEY", None)
-    log = open(home / "serve.log", "w")
-    proc = subprocess.Popen([KERNELINDEX, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    log_path = tmp_path_factory.mktemp("log") / "serve.log"
+    log = open(log_path, "w")
+    started_in = tmp_path_factory.mktemp("serve-cwd")
+    proc = subprocess.Popen([KERNELINDEX, "serve", "--port", str(port)], cwd=started_in, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 300
         while True:
-            assert proc.poll() is None, (home / "serve.log").read_text()[-3000:]
+            assert proc.poll() is None, log_path.read_text()[-3000:]
             assert time.monotonic() < deadline, "serve did not answer in 300 s"
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
@@ -186,7 +190,7 @@ def served(mongo_uri, tmp_path_factory):
             except (OSError, httpx.HTTPError):
                 pass
             time.sleep(0.5)
-        yield env, tmp_path_factory.mktemp("reader")
+        yield env, tmp_path_factory.mktemp("reader"), f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
         try:
@@ -194,22 +198,22 @@ def served(mongo_uri, tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
-        import pymongo
-
-        pymongo.MongoClient(mongo_uri).drop_database(database)
+    # Nothing was written where serve was started; the data is under the user's data directory.
+    assert list(started_in.iterdir()) == []
+    assert (user_home / ".local" / "share" / "kernelindex" / "db").is_dir()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
 def test_runnable_blocks_run_as_written(block: Block, served):
-    env, workdir = served
+    env, workdir, served_at = served
     script = "\n".join(c.text for c in block.commands if not c.checked_by_help)
-    # The README's local gateway (:8000) is this test's server.
-    served_at = env["KERNELINDEX_API"].removesuffix("/graphql")
+    # A URL the README writes out (its local gateway, :8000) is this test's server's.
     script = script.replace("http://127.0.0.1:8000", served_at).replace("http://localhost:8000", served_at)
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"{block.id} failed:\n{script}\n--- stderr:\n{done.stderr[-3000:]}"
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert list(workdir.glob(".kernelindex*")) == [], "a command left a database in the reader's directory"
     for command, expected in EXPECTED_OUTPUT.items():
         if command in script:
             assert expected in done.stdout, f"{block.id}: expected {expected!r} in:\n{done.stdout[-2000:]}"

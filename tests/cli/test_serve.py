@@ -5,6 +5,7 @@ import os
 import signal
 import socket
 import subprocess
+import time
 
 import httpx
 import pytest
@@ -114,23 +115,69 @@ def test_dead_database_child_stops_serve_with_an_error(tmp_path):
     assert "error: the embedded database exited unexpectedly" in out
 
 
-def test_commands_start_the_embedded_database_themselves_when_no_serve_runs(tmp_path):
+def test_commands_say_how_to_start_the_database_when_no_serve_runs(tmp_path):
+    """No stack on this home: one `error:` line naming `kernelindex serve`, and no database of
+    the command's own (it would be a stray one, or a second one behind a stack's back)."""
     home = tmp_path / "home"
     bundle = factories.run_bundle("standalone-1")
     manifests = tmp_path / "m.json"
-    manifests.write_text(
-        json.dumps(
-            [
-                m.to_json()
-                for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
-            ]
+    manifests.write_text(json.dumps([bundle.run.to_json()]))
+    for argv in (["load", str(manifests)], ["export", "--kind", "BenchmarkRun"], ["keys", "list"]):
+        done = subprocess.run([KERNELINDEX, *argv], env=_env(home), capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, (argv, done.stdout, done.stderr)
+        assert done.stderr.splitlines() == [
+            f"error: no KernelIndex database is running for {home}: start one with `kernelindex serve` "
+            "(or `make serve` in the repository) and run this again, or set MONGODB_URI"
+        ], argv
+        assert done.stdout == ""
+    assert not (home / "db").exists()
+
+
+def test_a_relative_home_is_one_home_from_any_directory(tmp_path):
+    """KERNELINDEX_HOME given relative is resolved once: `serve` started in one directory and a
+    command run from another directory with the same (absolute) home meet on one database; the
+    API verbs find the stack's URL through the home, whatever its port."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    port = free_port()
+    proc = subprocess.Popen(
+        [KERNELINDEX, "serve", "--port", str(port), "--no-data"],
+        cwd=tmp_path / "a",
+        env=_env(tmp_path / "a" / "home-rel") | {"KERNELINDEX_HOME": "home-rel"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        _wait_ready(proc, port)
+        home = tmp_path / "a" / "home-rel"
+        deadline = time.monotonic() + 30  # written once the gateway answers its readiness check
+        while not (home / "stack.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert json.loads((home / "stack.json").read_text())["graphql"] == f"http://127.0.0.1:{port}/graphql"
+        assert (home / "supergraph.graphql").is_file()
+        created = subprocess.run(
+            [KERNELINDEX, "keys", "create", "--name", "me", "--scope", "maintainer"],
+            cwd=tmp_path / "b",
+            env=_env(home),
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
-    )
-    loaded = subprocess.run([KERNELINDEX, "load", str(manifests)], env=_env(home), capture_output=True, text=True, timeout=120)
-    assert loaded.returncode == 0, loaded.stderr
-    exported = subprocess.run(
-        [KERNELINDEX, "export", "--kind", "BenchmarkRun"], env=_env(home), capture_output=True, text=True, timeout=120
-    )
-    assert exported.returncode == 0, exported.stderr
-    assert [json.loads(line)["metadata"]["name"] for line in exported.stdout.splitlines()] == ["synthetic-standalone-1"]
-    assert (home / "db").is_dir() and not (home / "db.json").exists()
+        assert created.returncode == 0, created.stderr
+        shown = subprocess.run(
+            [KERNELINDEX, "jobs", "show", "QmVuY2htYXJrSm9iOm5vbmU="],
+            cwd=tmp_path / "b",
+            env={k: v for k, v in _env(home).items() if k != "KERNELINDEX_API"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        # It reached this stack's API (a refusal from it, not "cannot reach 127.0.0.1:8000").
+        assert "cannot reach" not in shown.stderr, shown.stderr
+        assert "error: no job QmVuY2htYXJrSm9iOm5vbmU=" in shown.stderr or f"127.0.0.1:{port}/graphql:" in shown.stderr, shown.stderr
+        assert not (tmp_path / "b" / ".kernelindex").exists()
+    finally:
+        out = _stop(proc)
+    assert f"web pages  http://127.0.0.1:{port}/" in out and f"GraphQL    http://127.0.0.1:{port}/graphql" in out
+    assert not (tmp_path / "a" / "home-rel" / "stack.json").exists()

@@ -32,9 +32,11 @@ def test_bench_and_runner_name_the_kernels_extra(tmp_path):
     for argv in (["bench", "051", "--device", "cpu", "--cases", "small", "--out", str(tmp_path / "out")], ["runner", "--devices"]):
         done = subprocess.run([sys.executable, "-S", KERNELINDEX, *argv], env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 1, done.stderr
-        assert (
-            done.stderr.strip()
-            == f"error: kernelindex {argv[0]} needs the kernels extra (pip install -e '.[kernels]'): no module named torch"
+        # One line, and its hint installs the CPU build of torch (not PyPI's CUDA one) on a CPU host.
+        assert done.stderr.strip() == (
+            f"error: kernelindex {argv[0]} needs the kernels extra: no module named torch; install it with `make kernels` in the "
+            "repository (the CPU build of torch where there is no GPU), or `pip install torch --index-url "
+            "https://download.pytorch.org/whl/cpu` then `pip install numpy matplotlib` (on a GPU host: `pip install torch numpy matplotlib`)"
         )
     help_text = subprocess.run([sys.executable, "-S", KERNELINDEX, "bench", "-h"], env=env, capture_output=True, text=True, timeout=120)
     assert help_text.returncode == 0 and "--device" in help_text.stdout  # -h needs no torch

@@ -115,3 +115,18 @@ def test_a_new_revision_names_the_commit_of_its_files_in_its_manifest():
     assert code.commit == last
     assert _rebuild({"commit": code.commit, "paths": code.paths, "entryPoint": code.entryPoint, "variant": code.variant}) == code.digest
     assert reference.manifest("sha256:" + "d" * 64).spec.code.commit is None  # published without one
+
+
+def test_the_working_tree_still_holds_the_code_of_the_published_cpu_revisions():
+    """A runner executes its own kernels/ entry only when that entry's files hash to the job's
+    code digest, so an implementation that runs on a CPU (what the README's walkthrough asks a
+    rerun of, on any machine) must still hash to a published digest in the working tree: the
+    layout commit's ruff format of its sources made every such rerun refuse to run ("another
+    revision"). GPU-only entries may move on to a new revision (their old code stays in git)."""
+    from kernels.implementations import IMPLEMENTATIONS
+
+    published = _published()
+    on_cpu = [impl for impl in IMPLEMENTATIONS.values() if "cpu" in impl.devices]
+    assert on_cpu, "no implementation runs on a CPU"
+    stale = {impl.manifest_name(): impl.code_digest() for impl in on_cpu if impl.code_digest() not in published}
+    assert stale == {}, f"these entries no longer hash to any published revision (their sources changed): {stale}"
