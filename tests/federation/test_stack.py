@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -84,7 +85,7 @@ class Stack:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"serve exited early: {self.output()}")
-            if "KernelIndex GraphQL on" in self.output():
+            if "KernelIndex is ready" in self.output():
                 return self
             time.sleep(0.3)
         raise AssertionError(f"the stack did not start: {self.output()}")
@@ -125,6 +126,17 @@ def _key(stack: Stack, scope: str, tmp: Path) -> str:
     created = stack.cli(*args)
     assert created.returncode == 0, created.stderr
     return created.stdout.strip()
+
+
+def test_start_up_says_what_it_does_and_where_it_answers_in_a_clean_log(stack):
+    """Progress while the bundled data imports, both URLs once ready, and nothing a log reader
+    has to skip: no colour codes (stdout is a file here, not a terminal), no warnings."""
+    out = stack.output()
+    for step in ("SOL-ExecBench snapshot", "GPU MODE snapshot", "controlled runs", "verified reruns"):
+        assert re.search(rf"bundled data \d/4: the {step}: .* \(\d+\.\d s\)", out), step
+    assert f"  web pages  http://127.0.0.1:{stack.port}/\n" in out
+    assert f"  GraphQL    http://127.0.0.1:{stack.port}/graphql" in out
+    assert "\x1b[" not in out and "Warning" not in out and "WARN" not in out, out
 
 
 def test_subgraphs_listen_on_loopback_only_and_the_gateway_serves_both(stack):
