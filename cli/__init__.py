@@ -12,7 +12,7 @@ import errno
 import os
 import sys
 
-from cli import agents, attest, bench, imports, jobs, keys, manifests, reading, runner, serve, supergraph, web
+from cli import agents, attest, bench, imports, jobs, keys, manifests, reading, reports, runner, serve, supergraph, web
 from cli.common import CommandError, default_api, fail
 from client.api import ApiError
 from registry.manifests import ManifestError
@@ -24,7 +24,7 @@ from store.embedded import EmbeddedDatabaseError, home
 # What a command's files say when its storage is unusable: read-only, full, over quota, forbidden.
 STORAGE_ERRNOS = {errno.EROFS, errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM}
 
-VERB_MODULES = (serve, supergraph, web, manifests, imports, keys, jobs, runner, attest, bench, agents, reading)
+VERB_MODULES = (serve, supergraph, web, manifests, imports, keys, reports, jobs, runner, attest, bench, agents, reading)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -67,22 +67,17 @@ async def definitions_by_name(db: AsyncDatabase) -> list[Doc]:
 
 
 async def definitions_page(db: AsyncDatabase, *, words: list[str], first: int, after_name: str | None) -> tuple[list[Doc], bool, int]:
-    """Definitions whose name or title contains every word (case-insensitive), by name after
+    """Definitions whose name, title or the GPU of one of their comparison groups contains every
+    word (case-insensitive; "h200" finds what was measured on an NVIDIA H200), by name after
     `after_name`. Returns (page, has_next_page, how many match in all)."""
-    query: dict[str, Any] = (
-        {
-            "$and": [
-                {
-                    "$or": [
-                        {field: {"$regex": re.escape(word), "$options": "i"}} for field in ("spec.name", "metadata.name", "metadata.title")
-                    ]
-                }
-                for word in words
-            ]
-        }
-        if words
-        else {}
-    )
+    conditions = []
+    for word in words:
+        pattern = {"$regex": re.escape(word), "$options": "i"}
+        on_gpu = await db.comparison_groups.distinct("definitionDigest", {"$or": [{"gpu.product": pattern}, {"gpu.architecture": pattern}]})
+        conditions.append(
+            {"$or": [{"spec.name": pattern}, {"metadata.name": pattern}, {"metadata.title": pattern}, {"_id": {"$in": on_gpu}}]}
+        )
+    query: dict[str, Any] = {"$and": conditions} if conditions else {}
     total = await db.definitions.count_documents(query)
     docs: list[Doc] = []
     if after_name is None or not after_name.startswith(V1_CURSOR):

@@ -101,6 +101,20 @@ VALIDATORS["notes"] = {
         },
     }
 }
+VALIDATORS["issue_reports"] = {
+    "$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "runDigest", "category", "text", "createdAt", "state"],
+        "properties": {
+            "runDigest": {"bsonType": "string", "pattern": DIGEST_PATTERN},
+            "category": {"bsonType": "string"},
+            "text": {"bsonType": "string", "minLength": 1, "maxLength": 2000},
+            "reporter": {"bsonType": ["object", "null"]},
+            "createdAt": {"bsonType": "date"},
+            "state": {"enum": ["open", "closed"]},
+        },
+    }
+}
 VALIDATORS["comparison_groups"] = {
     "$jsonSchema": {
         "bsonType": "object",
@@ -187,6 +201,9 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("seq", DESCENDING)], name="seq", unique=True),
         IndexModel([("definitionDigest", ASCENDING), ("seq", DESCENDING)], name="definition_seq"),
     ],
+    "issue_reports": [IndexModel([("runDigest", ASCENDING), ("createdAt", DESCENDING)], name="run_newest")],
+    # Counters of store/issue_reports.py's rate limits, dropped an hour after their window ends.
+    "rate_limits": [IndexModel([("expiresAt", ASCENDING)], name="expires", expireAfterSeconds=0)],
 }
 
 

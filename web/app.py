@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -19,7 +20,8 @@ from web.graphql import GraphQLClient
 from web.groups import group_page
 from web.home import home_page
 from web.operations import operation_page
-from web.runs import run_page
+from web.render import not_found, page
+from web.runs import report_issue, run_page
 from web.security_headers import SecurityHeaders
 from web.timing import ServerTiming
 
@@ -38,14 +40,24 @@ def create_web_app(graphql_url: str, *, transport: httpx.AsyncBaseTransport | No
         finally:
             await client.aclose()
 
+    async def no_such_page(request, exc) -> Response:
+        # An unknown path (or a method a route does not take) gets a page with the site's
+        # navigation and a way on, and the JSON twin, not a bare "Not Found".
+        if getattr(exc, "status_code", 404) == 405:
+            return page(request, "error.html", {"error": f"{request.method} is not answered at {request.url.path}"}, status=405)
+        detail = f"Nothing is published at {request.url.path}. Start from the operations, or search for one."
+        return not_found(request, "page", detail)
+
     app = Starlette(
         lifespan=lifespan,
+        exception_handlers={404: no_such_page, 405: no_such_page},
         middleware=[Middleware(SecurityHeaders), Middleware(ServerTiming)],
         routes=[
             Route("/", home_page),
             Route("/groups/{id}", group_page),
             Route("/operations/{name}", operation_page),
             Route("/runs/{digest}", run_page),
+            Route("/runs/{digest}/report", report_issue, methods=["POST"]),
             Route("/compare", compare_page),
             Route("/records/feed.xml", records_feed),
             Route("/graphiql", graphiql_page),

@@ -11,6 +11,7 @@ GAP = 6  # px between cases
 LEFT = 150  # px for the case labels
 WIDTH = 640
 COLOURS = ("#2347c6", "#d9730d", "#2e8b57")
+LEGEND_LINE = 16  # px per legend line
 MAX_CASES = 64  # beyond this the table carries the numbers; the chart would be a wall
 
 
@@ -40,7 +41,9 @@ def case_chart(series: list[tuple[str, dict[int, int]]], labels: dict[int, str],
     top = max(values)
     scale = (WIDTH - LEFT - 80) / top
     group_height = ROW * len(series) + GAP
-    height = group_height * len(cases) + 24
+    bars_height = group_height * len(cases)
+    # The legend: one line per series, its whole name (cut names could not tell two runs apart).
+    height = bars_height + LEGEND_LINE * len(series) + 8
     out = [
         f'<svg class="chart" role="img" aria-label="{escape(title)}" width="{WIDTH}" height="{height}" '
         f'viewBox="0 0 {WIDTH} {height}" xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>'
@@ -59,11 +62,10 @@ def case_chart(series: list[tuple[str, dict[int, int]]], labels: dict[int, str],
                 f"<title>{escape(name)} · case {index}: {_display(value)}</title></rect>"
                 f'<text x="{LEFT + w + 4:.1f}" y="{by + ROW - 4}">{_display(value)}</text>'
             )
-    legend_y = height - 8
     for k, (name, _) in enumerate(series):
-        x = LEFT + k * 160
-        out.append(f'<rect x="{x}" y="{legend_y - 9}" width="10" height="10" fill="{COLOURS[k % 3]}"/>')
-        out.append(f'<text x="{x + 14}" y="{legend_y}">{escape(name[:22])}</text>')
+        legend_y = bars_height + LEGEND_LINE * (k + 1)
+        out.append(f'<rect x="8" y="{legend_y - 9}" width="10" height="10" fill="{COLOURS[k % 3]}"/>')
+        out.append(f'<text class="legend" x="22" y="{legend_y}">{escape(name)}</text>')
     out.append("</svg>")
     return Markup("".join(out))
 

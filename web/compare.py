@@ -12,7 +12,7 @@ from resolvers import ids
 from web import queries
 from web.charts import case_chart, case_latency_ns
 from web.graphql import GraphQLError
-from web.render import api_failed, page
+from web.render import api_failed, distinct_titles, page
 from web.runs import axes_label
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -64,10 +64,11 @@ async def compare_page(request: Request) -> Response:
     if len(workloads) > 1:
         named = "; ".join(f"{(n['title'] or n['name'])} ran {n['workload']['name']} ({n['workload']['caseCount']} cases)" for n in nodes)
         return refuse(request, f"runs: these runs measured different workloads, so their cases do not correspond: {named}", status=422)
+    distinct_titles(nodes)
     rows, geomeans = case_table(nodes)
     labels = {row["index"]: f"case {row['index']}" for row in rows}
     series = [
-        (n["title"] or n["name"], {row["index"]: row["latencyNs"][k] for row in rows if row["latencyNs"][k]}) for k, n in enumerate(nodes)
+        (f"{k + 1}: {n['label']}", {row["index"]: row["latencyNs"][k] for row in rows if row["latencyNs"][k]}) for k, n in enumerate(nodes)
     ]
     primary = nodes[0]["primaryMeasurement"]["valueNs"]
     context = {

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from web.render import TEMPLATES
+from web.render import TEMPLATES, wants_html
 
 MODULES = Path(__file__).parent / "assets" / "node_modules"
 # The only files served from node_modules (URL name -> package file).
@@ -34,6 +34,16 @@ def graphiql_assets() -> StaticFiles:
 
 
 async def graphiql_page(request: Request) -> Response:
+    if not wants_html(request):
+        # The twin: what the page is a client of.
+        return JSONResponse(
+            {
+                "graphql": str(request.url.replace(path="/graphql", query="")),
+                "transports": ["POST application/json", "WebSocket graphql-transport-ws"],
+                "schema": "query { _service { sdl } } on a subgraph; the exported SDL is schema.graphql in the repository",
+                "assets": {name: f"/static/graphiql/{name}" for name in FILES},
+            }
+        )
     if not all((MODULES / path).is_file() for path in FILES.values()):
         return PlainTextResponse("GraphiQL's assets are not installed: run `make setup` (npm ci in web/assets).", status_code=503)
     return HTMLResponse(TEMPLATES.get_template("graphiql.html").render())

@@ -10,7 +10,7 @@ from starlette.responses import Response
 from web import queries
 from web.charts import staircase
 from web.graphql import GraphQLError
-from web.render import api_failed, not_found, page
+from web.render import api_failed, distinct_titles, not_found, page, source_metrics
 
 PAGE_SIZE = 50
 # Columns the page can order by. The API orders a group best first only, so any other order is
@@ -70,6 +70,7 @@ async def group_page(request: Request) -> Response:
     ]
     rows = [edge["node"] for edge in connection["edges"]]
     mark_ties(rows)
+    distinct_titles(rows)
     if SORTS[sort] is not None:
         rows.sort(key=SORTS[sort], reverse=descending)
     elif descending:
@@ -77,6 +78,8 @@ async def group_page(request: Request) -> Response:
     context = {
         "group": group,
         "runs": rows,
+        # The column is shown only when some run has the source's own metrics (controlled runs have none).
+        "hasSourceMetrics": any(source_metrics(r.get("sourceNative")) for r in rows),
         "sort": {"column": sort, "order": "desc" if descending else "asc", "scope": "group" if sort == "rank" else "page"},
         "page": {
             "after": after,

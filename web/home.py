@@ -10,7 +10,7 @@ from starlette.responses import Response
 
 from web import queries
 from web.graphql import GraphQLError
-from web.render import api_failed, page
+from web.render import api_failed, distinct_titles, page
 
 NEWEST = 10
 OPERATIONS_PER_PAGE = 20
@@ -33,6 +33,8 @@ async def home_page(request: Request) -> Response:
             return page(request, "error.html", {"error": str(error)}, status=400)
         return api_failed(request, str(error))
     search = found["searchDefinitions"]
+    newest_runs = [edge["node"] for edge in newest["runs"]["edges"]]
+    distinct_titles(newest_runs)
     context = {
         "query": query,
         "operations": [{"name": d["name"], "title": d["title"], "groups": d["comparisonGroups"]} for d in search["nodes"]],
@@ -41,6 +43,6 @@ async def home_page(request: Request) -> Response:
             "matching": search["totalCount"],
             "next": search["pageInfo"]["endCursor"] if search["pageInfo"]["hasNextPage"] else None,
         },
-        "newest": [edge["node"] for edge in newest["runs"]["edges"]],
+        "newest": newest_runs,
     }
     return page(request, "home.html", context)

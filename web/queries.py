@@ -28,7 +28,7 @@ HOME_OPERATIONS = (
 
 NEWEST_RUNS = (
     """query Newest($first: Int!) {
-  runs(first: $first) { edges { node { ...RunRow environment { gpu { display } } group { id title } } } }
+  runs(first: $first) { edges { node { ...RunRow environment { gpu { display } } group { id title } implementation { revision } } } }
 }
 """
     + RUN_ROW
@@ -45,7 +45,7 @@ GROUP = (
     leader { digest title }
     records { at cause runDigest run { title name primaryMeasurement { valueNs display } } }
     runs(first: $first, after: $after) {
-      edges { cursor node { ...RunRow implementation { name } } }
+      edges { cursor node { ...RunRow implementation { name revision } } }
       pageInfo { hasNextPage endCursor }
     }
   }
@@ -78,7 +78,7 @@ JOBS = """query Jobs($definition: ID!) {
 }"""
 
 DOSSIER = """query Dossier($id: ID!) { run(id: $id) {
-  id digest title name status current observedAt evidenceLevel rank
+  id digest title name status current observedAt publishedAt evidenceLevel rank
   labels { key value }
   primaryMeasurement { statistic valueNs display }
   measurements { statistic display }
@@ -88,12 +88,17 @@ DOSSIER = """query Dossier($id: ID!) { run(id: $id) {
   identity { comparisonKey externalReference sourceTitle protocolDigest workloadDigest environmentDigest implementationDigest }
   implementation { name project revision architectures code { repository commit path paths digest url } }
   correctness { statement policy }
-  workload { description caseCount comparator aggregation definition { name } }
-  protocol { harness { name version } timer primaryStatistic correctnessReference comparabilityFamily notes }
-  environment { gpu { display } driver cuda libraries { key value } }
+  workload { description caseCount comparator aggregation definition { name title } }
+  protocol { harness { name version } timer primaryStatistic correctnessReference comparabilityFamily notes manifest }
+  environment { gpu { display } driver cuda libraries { key value } manifest }
   artifacts { name uri mediaType }
-  cases { index axes { key value } status latency { statistic valueNs display } sampleCount solScore }
-  attestations(first: 100) { edges { node { author verified attestedAt predicateType } } }
+  cases { index axes { key value } status latency { statistic valueNs display } sampleCount samplesNs solScore }
+  attestations(first: 100) { edges { node {
+    author verified attestedAt predicateType matchesCohort
+    environment { display host }
+    aggregate { statistic display ratioToRun }
+  } } }
+  notes(first: 100) { edges { node { text author authorScope createdAt } } }
   supersededBy { digest }
   manifest
   citation { permalink digest accessedAt text }
@@ -102,6 +107,7 @@ DOSSIER = """query Dossier($id: ID!) { run(id: $id) {
 # Compare: up to three runs by ID in one request.
 COMPARE = """query Compare($ids: [ID!]!) { nodes(ids: $ids) { ... on Run {
   digest title name rank evidenceLevel
+  implementation { revision }
   primaryMeasurement { statistic valueNs display }
   protocol { primaryStatistic }
   environment { gpu { display } }
@@ -128,3 +134,7 @@ RESOLVE = (
 """
     + RESOLVE_COHORT
 )
+
+REPORT_ISSUE = """mutation ReportIssue($input: RunReportIssueInput!) {
+  runReportIssue(input: $input) { report { id category createdAt } userErrors { field message code } }
+}"""

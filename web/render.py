@@ -20,9 +20,19 @@ EVIDENCE = {
 
 
 def wants_html(request: Request) -> bool:
-    """Browsers ask for text/html; `Accept: application/json` (or no preference) gets the twin."""
-    accept = request.headers.get("accept", "")
-    return "text/html" in accept and "application/json" not in accept.split(",")[0]
+    """HTML unless JSON is asked for: `?format=json` (a link can ask), or an Accept header whose
+    first preference between the two is JSON (`application/json`, `…+json`). No Accept header,
+    `*/*` (curl, scripts) or text/html get the page; `?format=html` forces it."""
+    chosen = request.query_params.get("format")
+    if chosen in ("json", "html"):
+        return chosen == "html"
+    for part in request.headers.get("accept", "").split(","):
+        media = part.split(";")[0].strip().lower()
+        if media in ("text/html", "application/xhtml+xml"):
+            return True
+        if media == "application/json" or media.endswith("+json"):
+            return False
+    return True
 
 
 def page(request: Request, template: str, data: dict[str, Any], *, status: int = 200, json_body: Any = None) -> Response:
@@ -39,6 +49,23 @@ def not_found(request: Request, what: str, detail: str) -> Response:
 def api_failed(request: Request, message: str) -> Response:
     # The API's message names what went wrong; no stack trace reaches the client.
     return page(request, "error.html", {"error": message}, status=502)
+
+
+def distinct_titles(runs: list[dict]) -> None:
+    """Sets each run's `label`: its title, and where several runs on the page share one title
+    (revisions of one implementation), what tells them apart: the revision, else the digest."""
+    by_title: dict[str, list[dict]] = {}
+    for run in runs:
+        by_title.setdefault(run.get("title") or run.get("name") or "", []).append(run)
+    for title, same in by_title.items():
+        revisions = [((r.get("implementation") or {}).get("revision")) for r in same]
+        for run, revision in zip(same, revisions):
+            if len(same) == 1:
+                run["label"] = title
+            elif revision and revisions.count(revision) == 1:
+                run["label"] = f"{title} · {revision}"
+            else:
+                run["label"] = f"{title} · {run['digest'][7:15]}"
 
 
 def short(digest: str | None, length: int = 16) -> str:

@@ -6,6 +6,8 @@ with a code; nothing is written then. Neither ever changes a run's evidence leve
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import strawberry
 
 from resolvers import ids
@@ -15,6 +17,7 @@ from resolvers.types.note import Note
 from resolvers.types.run import Run
 from resolvers.user_errors import Refusal, UserError, require_scope
 from store.attestations import AttestationError, submit_reproduction
+from store.issue_reports import ANONYMOUS_LIMIT, CATEGORIES, KEY_LIMIT, MAX_REPORT_CHARS, RUN_LIMIT, ReportError, report_issue
 from store.keys import Scope
 from store.notes import MAX_NOTE_CHARS, NoteError, add_note
 
@@ -46,6 +49,27 @@ class RunAddNoteInput:
 class RunAddNotePayload:
     note: Note | None = None
     run: Run | None = None
+    user_errors: list[UserError] = strawberry.field(default_factory=list)
+
+
+@strawberry.input
+class RunReportIssueInput:
+    run: strawberry.ID
+    category: str = strawberry.field(description="One of: " + "; ".join(f"{name} ({what})" for name, what in CATEGORIES.items()) + ".")
+    text: str = strawberry.field(description=f"What is wrong, at most {MAX_REPORT_CHARS} characters.")
+
+
+@strawberry.type(description="A stored issue report (its text is read by maintainers, not shown on the run's page).")
+class IssueReport:
+    id: strawberry.ID
+    category: str
+    created_at: datetime
+    run_digest: str
+
+
+@strawberry.type
+class RunReportIssuePayload:
+    report: IssueReport | None = None
     user_errors: list[UserError] = strawberry.field(default_factory=list)
 
 
@@ -87,3 +111,27 @@ class Mutation:
         except NoteError as error:
             return RunAddNotePayload(user_errors=[UserError(field=error.field, message=str(error), code=error.code)])
         return RunAddNotePayload(note=Note.from_doc(doc), run=Run.from_doc(run))
+
+    @strawberry.mutation(
+        description="Report an issue with a run: stored for maintainers, never shown on the run nor changing it. Any key or none; "
+        f"rate-limited (RATE_LIMITED): {KEY_LIMIT} an hour per API key; without one, {RUN_LIMIT} an hour per run and "
+        f"{ANONYMOUS_LIMIT} an hour in all. Codes: UNAUTHENTICATED (a key that is not valid), BAD_ID, NOT_FOUND, "
+        "BAD_USER_INPUT, REPORT_TOO_LONG, RATE_LIMITED."
+    )
+    async def run_report_issue(self, info: Info, input: RunReportIssueInput) -> RunReportIssuePayload:
+        try:
+            if info.context.principal is None and info.context.key_presented:
+                raise Refusal("UNAUTHENTICATED", "the API key is not valid (send none to report without one)", "authorization")
+            run = await _run(info, input.run)
+            doc = await report_issue(
+                info.context.db, run_digest=run["_id"], key=info.context.principal, category=input.category, text=input.text
+            )
+        except Refusal as refusal:
+            return RunReportIssuePayload(user_errors=[refusal.error])
+        except ReportError as error:
+            return RunReportIssuePayload(user_errors=[UserError(field=error.field, message=str(error), code=error.code)])
+        return RunReportIssuePayload(
+            report=IssueReport(
+                id=strawberry.ID(doc["_id"]), category=doc["category"], created_at=doc["createdAt"], run_digest=doc["runDigest"]
+            )
+        )

@@ -112,7 +112,8 @@ class Query:
         return [Definition.from_doc(d) for d in await definitions_by_name(info.context.db)]
 
     @strawberry.field(
-        description="Definitions whose name or title contains every word of `text` (case-insensitive), by name.",
+        description="Definitions whose name, title or comparison groups' GPU (product or architecture) contains every word of "
+        "`text` (case-insensitive), by name.",
         directives=[PAGE],
     )
     async def search_definitions(self, info: Info, text: str = "", first: int = 20, after: str | None = None) -> DefinitionSearch:

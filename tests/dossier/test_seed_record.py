@@ -107,5 +107,8 @@ async def test_bootstrap_twice_writes_nothing(seeded, mongo_uri):
 
 async def test_permalink_serves_the_manifest(api, seeded):
     run = (await api.data(DOSSIER))["runByExternalId"]
-    response = await api.http.get(f"/runs/{run['digest']}")
+    response = await api.http.get(f"/runs/{run['digest']}", headers={"Accept": "application/json"})
     assert response.status_code == 200 and response.json() == run["manifest"]
+    # A client that asks for nothing in particular (curl's */*) gets the page.
+    page = await api.http.get(f"/runs/{run['digest']}", headers={"Accept": "*/*"})
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")

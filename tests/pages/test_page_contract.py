@@ -84,7 +84,9 @@ async def test_json_twins_carry_what_the_pages_show(pages, site, page, graphql):
 
     manifest = (await http.get(pages["run"], headers=JSON)).json()
     await page.goto(f"{site}{pages['run']}")
-    assert json.loads(await page.text_content("#manifest pre")) == manifest  # the run's twin is its canonical manifest
+    # The run's twin is its canonical manifest; the page shows it with its protocol and environment.
+    shown = json.loads(await page.text_content("#manifest pre"))
+    assert shown["run"] == manifest and list(shown) == ["run", "protocol", "environment"]
 
     compare = (await http.get(pages["compare"], headers=JSON)).json()
     await page.goto(f"{site}{pages['compare']}")
