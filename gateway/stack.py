@@ -152,8 +152,10 @@ class Stack:
 
     def _start_parts(self) -> tuple[dict[str, str], Path, int]:
         """Everything but the gateway: (its environment, the supergraph file, the web port)."""
-        if running := running_stack_api():
-            raise StackError(f"a kernelindex serve already runs on {home()} (GraphQL {running}); stop it first, or set KERNELINDEX_HOME")
+        # On the embedded database, recover_stale_address refuses a second serve on this home; on
+        # MONGODB_URI the stack file is what a second one would clobber (and the supergraph).
+        if self.settings.mongodb_uri and (running := running_stack_api()):
+            raise StackError(f"another kernelindex serve ({running}) is using {home()}; stop it first, or set KERNELINDEX_HOME")
         uri = self._start_database()
         if self.load_data:
             from server.bootstrap import BUNDLED_DATA, bootstrap

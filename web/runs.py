@@ -63,7 +63,8 @@ def case_rows(cases: list[dict]) -> list[dict]:
 
 
 def format_ns(value_ns: int) -> str:
-    """The API's display of a duration (resolvers/types/common.py's format_ns), for a value the page computes."""
+    """The API's display of a duration (resolvers/types/common.py), for a value the page computes
+    (web may not import it: it pulls in the store)."""
     if value_ns >= 1_000_000_000:
         return f"{value_ns / 1e9:.3g} s"
     if value_ns >= 1_000_000:
