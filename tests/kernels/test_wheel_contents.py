@@ -15,7 +15,7 @@ import pytest
 from kernels.ops.qkv_qknorm_backward import ext_streamnorm
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("registry/", "store/", "loaders/", "resolvers/", "server/", "web/", "gateway/", "cli/", "client/", "kernels/")
+PACKAGES = ("registry/", "store/", "loaders/", "resolvers/", "server/", "web/", "gateway/", "cli/", "client/", "kernels/", "mcp_server/")
 NOT_SHIPPED = (".json.gz", ".log", ".txt", ".dsse.json", ".md", ".png", ".sh")
 
 pytestmark = pytest.mark.slow
