@@ -44,7 +44,7 @@ class EdgeStack:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"serve exited early: {self.output()}")
-            if "KernelIndex GraphQL on" in self.output():
+            if "KernelIndex is ready" in self.output():
                 return self
             time.sleep(0.3)
         raise AssertionError(f"the stack did not start: {self.output()}")
