@@ -195,6 +195,8 @@ class PerShapeRow(SourceModel):
     run_passed: bool
     run_system_info: SystemInfo
     run_result: dict[str, Any]
+    file_name: str | None = None
+    code: str | None = None  # the submission's source; None when absent or truncated (parse_submission)
 
     _time_utc = field_validator("submission_time", mode="before")(classmethod(lambda cls, v: _utc(v)))
     _decode = field_validator("run_system_info", "run_result", mode="before")(classmethod(lambda cls, v: _decoded(v)))
@@ -217,6 +219,7 @@ class FlatRow(SourceModel):
     user_name: str | None = None
     code_id: int | None = None
     file_name: str | None = None
+    code: str | None = None  # the submission's source; None when absent or truncated (parse_submission)
     submission_time: datetime | None = None
     status: str | None = None
     score: float | None = None
@@ -236,6 +239,10 @@ def parse_submission(row: Row) -> Submission:
     """A per-shape row (it has `run_result`) or a flat one (`problem_name`); ParseError names
     the fields that are missing or wrong."""
     data = row.data
+    if "code" in row.truncated:
+        # The datasets-server cut the cell: what is left is not the submission's code, so it has
+        # no code digest (the catalog's importer drops a truncated code cell the same way).
+        data = {key: value for key, value in data.items() if key != "code"}
     if "run_result" in data:
         if "run_result" in row.truncated:
             raise ParseError("run_result: truncated by the datasets-server (too large to page)")
