@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -30,11 +31,21 @@ async def runs_page(db: AsyncDatabase, *, query: dict[str, Any], first: int, aft
     wanted = first + 1
     docs: list[Doc] = []
     window = max(MIN_WINDOW, WINDOW_PER_RUN * wanted)
+    # SecantusDB walks the `seq` index only for a filter that is the range alone: with
+    # `current: true` beside it, it scans and sorts every run (110 ms at 7,885 runs on the shared
+    # machine, growing with the store). So the plain newest-runs list (`current` or nothing) asks
+    # for the range and leaves superseded runs out here; a range holds about as many runs as values.
+    checked = query if set(query) <= {"current"} else {}
+    asked = {k: v for k, v in query.items() if k not in checked}
     while len(docs) < wanted and upper > 0:
         lower = max(0, upper - window)
-        found = await db.runs.find({**query, "seq": {"$gte": lower, "$lt": upper}}).sort("seq", -1).limit(wanted - len(docs)).to_list()
-        docs += found
-        upper, window = lower, window * 4
+        need = wanted - len(docs)
+        found = await db.runs.find({**asked, "seq": {"$gte": lower, "$lt": upper}}).sort("seq", -1).limit(need).to_list()
+        docs += [d for d in found if all(d.get(k) == v for k, v in checked.items())]
+        if len(found) == need:  # the window may hold more (superseded ones were left out): go on below the last
+            upper = found[-1]["seq"]
+        else:
+            upper, window = lower, window * 4
     return docs[:first], len(docs) > first
 
 
@@ -66,29 +77,92 @@ async def definitions_by_name(db: AsyncDatabase) -> list[Doc]:
     return ours + await db.definitions.find({"spec.name": {"$exists": False}}).sort("metadata.name", 1).to_list()
 
 
+@dataclass(frozen=True)
+class ListedDefinition:
+    """What listing and searching definitions by name needs of one (all of it immutable: a
+    definition is a content-addressed manifest; only its provenance list ever grows)."""
+
+    digest: str
+    order: tuple[int, str]  # ours (spec.name) first, then v1alpha1 ones by metadata.name
+    names: tuple[str, ...]  # lower-cased name(s) and title, what a search word may be part of
+
+
+@dataclass(frozen=True)
+class _Listing:
+    count: int
+    definitions: list[ListedDefinition]
+    gpu_count: int = -1
+    gpus: dict[str, str] = field(default_factory=dict)  # definition digest -> its groups' GPUs, lower-cased
+
+
+# The listing of every definition, per database, kept while the definitions' count is unchanged.
+# SecantusDB 0.7 reads every document of a query that is not a plain index range (and a sort
+# or limit does not stop it): listing 451 definitions by name cost 120-300 ms, 40 times a
+# 20-definition page, on the shared 2-core machine. Definitions are never deleted and their
+# names never change, so the count (a walk of the collection's ids: about 4 ms for 451) says
+# whether the listing is still whole; the count is read before the documents, so a definition
+# stored between the two is read again next time.
+_LISTINGS: OrderedDict[tuple[int, str], _Listing] = OrderedDict()
+_LISTINGS_KEPT = 16
+
+
+def _listed(doc: Doc) -> ListedDefinition:
+    metadata = doc.get("metadata") or {}
+    name = (doc.get("spec") or {}).get("name")
+    order = (0, name) if name is not None else (1, metadata.get("name", ""))
+    names = tuple(t.lower() for t in (name, metadata.get("name"), metadata.get("title")) if isinstance(t, str))
+    return ListedDefinition(digest=doc["_id"], order=order, names=names)
+
+
+async def _definition_listing(db: AsyncDatabase, *, with_gpus: bool, fresh: bool = False) -> _Listing:
+    key = (id(db.client), db.name)
+    count = await db.definitions.estimated_document_count()
+    listing = _LISTINGS.get(key)
+    if fresh or listing is None or listing.count != count:
+        docs = await db.definitions.find({}, {"spec.name": 1, "metadata.name": 1, "metadata.title": 1}).to_list()
+        listing = _Listing(count=count, definitions=sorted(map(_listed, docs), key=lambda d: d.order))
+    if with_gpus:
+        groups = await db.comparison_groups.estimated_document_count()
+        if groups != listing.gpu_count:
+            gpus: dict[str, list[str]] = {}
+            async for group in db.comparison_groups.find({}, {"definitionDigest": 1, "gpu": 1}):
+                gpu = group.get("gpu") or {}
+                gpus.setdefault(group["definitionDigest"], []).extend(str(gpu.get(k, "")).lower() for k in ("product", "architecture"))
+            listing = _Listing(listing.count, listing.definitions, groups, {d: "\n".join(v) for d, v in gpus.items()})
+    _LISTINGS[key] = listing
+    _LISTINGS.move_to_end(key)
+    while len(_LISTINGS) > _LISTINGS_KEPT:
+        _LISTINGS.popitem(last=False)
+    return listing
+
+
+def _matches(listed: ListedDefinition, words: list[str], gpus: dict[str, str]) -> bool:
+    gpu = gpus.get(listed.digest, "")
+    return all(any(word in name for name in listed.names) or word in gpu for word in words)
+
+
 async def definitions_page(db: AsyncDatabase, *, words: list[str], first: int, after_name: str | None) -> tuple[list[Doc], bool, int]:
     """Definitions whose name, title or the GPU of one of their comparison groups contains every
     word (case-insensitive; "h200" finds what was measured on an NVIDIA H200), by name after
-    `after_name`. Returns (page, has_next_page, how many match in all)."""
-    conditions = []
-    for word in words:
-        pattern = {"$regex": re.escape(word), "$options": "i"}
-        on_gpu = await db.comparison_groups.distinct("definitionDigest", {"$or": [{"gpu.product": pattern}, {"gpu.architecture": pattern}]})
-        conditions.append(
-            {"$or": [{"spec.name": pattern}, {"metadata.name": pattern}, {"metadata.title": pattern}, {"_id": {"$in": on_gpu}}]}
-        )
-    query: dict[str, Any] = {"$and": conditions} if conditions else {}
-    total = await db.definitions.count_documents(query)
-    docs: list[Doc] = []
-    if after_name is None or not after_name.startswith(V1_CURSOR):
-        ours = {"spec.name": {"$exists": True, **({"$gt": after_name} if after_name is not None else {})}}
-        docs = await db.definitions.find({"$and": [query, ours]}).sort("spec.name", 1).limit(first + 1).to_list()
-    if len(docs) <= first:
-        theirs: dict[str, Any] = {"spec.name": {"$exists": False}}
-        if after_name is not None and after_name.startswith(V1_CURSOR):
-            theirs["metadata.name"] = {"$gt": after_name.removeprefix(V1_CURSOR)}
-        docs += await db.definitions.find({"$and": [query, theirs]}).sort("metadata.name", 1).limit(first + 1 - len(docs)).to_list()
-    return docs[:first], len(docs) > first, total
+    `after_name`. Returns (page, has_next_page, how many match in all).
+
+    Matched and paged on the listing of every definition's names (`_definition_listing`), then
+    the page's documents are read by `_id`."""
+    words = [w.lower() for w in words]
+    for attempt in (0, 1):
+        listing = await _definition_listing(db, with_gpus=bool(words), fresh=attempt > 0)
+        matching = [d for d in listing.definitions if _matches(d, words, listing.gpus)]
+        if after_name is None:
+            start = 0
+        elif after_name.startswith(V1_CURSOR):
+            start = next((i for i, d in enumerate(matching) if d.order > (1, after_name.removeprefix(V1_CURSOR))), len(matching))
+        else:
+            start = next((i for i, d in enumerate(matching) if d.order > (0, after_name)), len(matching))
+        page = matching[start : start + first]
+        found = {doc["_id"]: doc for doc in await db.definitions.find({"_id": {"$in": [d.digest for d in page]}}).to_list()} if page else {}
+        if len(found) == len(page) or attempt:  # else the listing is not this database's any more: read it again
+            return [found[d.digest] for d in page if d.digest in found], start + first < len(matching), len(matching)
+    raise AssertionError("unreachable")
 
 
 async def definition_named(db: AsyncDatabase, name: str) -> Doc | None:
@@ -97,17 +171,23 @@ async def definition_named(db: AsyncDatabase, name: str) -> Doc | None:
 
 
 async def related_definitions(db: AsyncDatabase, *, digest: str, name: str, names: list[str], digests: list[str]) -> list[Doc]:
-    """Definitions that this one names (by benchmark `names` or `digests`), or that name it."""
-    query = {
-        "_id": {"$ne": digest},
-        "$or": [
-            {"spec.name": {"$in": names}},
-            {"_id": {"$in": digests}},
-            {"spec.relations.benchmark": name},
-            {"spec.relations.definitionDigest": digest},
-        ],
-    }
-    return await db.definitions.find(query).to_list()
+    """Definitions that this one names (by benchmark `names` or `digests`), or that name it.
+
+    One indexed find per way of being related, not one `$or`: SecantusDB 0.7 plans an `$or` as a
+    collection scan of every definition (120-300 ms with the bundled catalog's 451 on the shared
+    machine), while each branch alone walks its index (`name`, `_id`, `relation_benchmark`,
+    `relation_digest`: store/schema.py)."""
+    branches: list[dict[str, Any]] = [{"spec.relations.benchmark": name}, {"spec.relations.definitionDigest": digest}]
+    if names:
+        branches.append({"spec.name": {"$in": names}})
+    if digests:
+        branches.append({"_id": {"$in": digests}})
+    found: dict[str, Doc] = {}
+    for branch in branches:
+        for doc in await db.definitions.find(branch).to_list():
+            if doc["_id"] != digest:
+                found.setdefault(doc["_id"], doc)
+    return sorted(found.values(), key=lambda d: d["_id"])
 
 
 async def group_exists(db: AsyncDatabase, group_key: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
@@ -75,6 +76,7 @@ class Definition(Node):
     source: str | None
     reference_digest: str | None = strawberry.field(description="Digest of the source's reference code; the code itself is not stored.")
     manifest: JSON = strawberry.field(directives=weighs(MANIFEST_KIB))
+    related_lookup: strawberry.Private[asyncio.Future | None] = None
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> Definition:
@@ -114,14 +116,19 @@ class Definition(Node):
 
     @strawberry.field(description="Definitions that compute the same math (e.g. ours and the source's).")
     async def related_definitions(self, info: Info) -> list[Definition]:
-        docs = await related_definitions(
-            info.context.db,
-            digest=self.digest,
-            name=self.name,
-            names=[r.benchmark for r in self.relations if r.benchmark],
-            digests=[r.definition_digest for r in self.relations if r.definition_digest],
-        )
-        return [Definition.from_doc(d) for d in docs]
+        # Asked twice by a page that shows them and their groups (comparisonGroups(includeRelated:)),
+        # often at once: one look-up per definition and request.
+        if self.related_lookup is None:
+            self.related_lookup = asyncio.ensure_future(
+                related_definitions(
+                    info.context.db,
+                    digest=self.digest,
+                    name=self.name,
+                    names=[r.benchmark for r in self.relations if r.benchmark],
+                    digests=[r.definition_digest for r in self.relations if r.definition_digest],
+                )
+            )
+        return [Definition.from_doc(d) for d in await self.related_lookup]
 
     @strawberry.field(description="Comparison groups of this definition; with includeRelated, also of related definitions.")
     async def comparison_groups(

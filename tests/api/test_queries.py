@@ -217,3 +217,19 @@ async def test_search_definitions_pages_by_name_and_counts_every_match(api, db):
     runs_cursor = (await api.data("{ runs(first: 1) { pageInfo { endCursor } } }"))["runs"]["pageInfo"]["endCursor"]
     body = await api.post(q, {"t": "", "f": 5, "a": runs_cursor})
     assert "is a cursor of runs, not of this list (definitions)" in body["errors"][0]["message"]
+
+
+async def test_search_definitions_sees_each_new_definition_and_group(api, db):
+    """The listing behind searchDefinitions is kept between requests (store/queries.py): a
+    definition, or a GPU of a new group, published after one search is in the next."""
+    q = "query($t: String!) { searchDefinitions(text: $t, first: 50) { totalCount nodes { name } } }"
+    await publish_many(db, [factories.run_bundle("n0", defn=factories.definition("op-one"))])
+    assert (await api.data(q, {"t": ""}))["searchDefinitions"] == {"totalCount": 1, "nodes": [{"name": "op-one"}]}
+    assert (await api.data(q, {"t": "h200"}))["searchDefinitions"]["totalCount"] == 0
+    await publish_many(db, [factories.run_bundle("n1", defn=factories.definition("op-two"))])
+    await publish_many(
+        db, [factories.run_bundle("n2", defn=factories.definition("op-one"), env=factories.environment("NVIDIA H200", "sm_90"))]
+    )
+    found = (await api.data(q, {"t": ""}))["searchDefinitions"]
+    assert found == {"totalCount": 2, "nodes": [{"name": "op-one"}, {"name": "op-two"}]}
+    assert (await api.data(q, {"t": "h200 one"}))["searchDefinitions"] == {"totalCount": 1, "nodes": [{"name": "op-one"}]}
