@@ -2,6 +2,13 @@
 
     python bench/pages.py [--runs 10000] [--group-size 1000] [--iterations 100] [--warmup 10] [--stack]
     python bench/pages.py --catalog [--stack]      # the bundled data instead: the real catalog
+    python bench/pages.py --catalog --baseline DIR # and another checkout's code beside this one's
+
+With --baseline DIR (a checkout of the code to compare with, e.g. `git archive main | tar -x -C
+DIR`), the bundled data is loaded twice into the one database server, each copy by its own code
+(so each has its own indexes), each served by its own single-process server (DIR's
+bench/api.py under uvicorn, this checkout's beside it), and every request goes to both in turn:
+one table, both sides measured under the same load, and the ratio.
 
 With --catalog, the database gets what `serve` loads on first start (server/bootstrap.py: the
 bundled KernelIndex catalog export, 7,857 runs in 1,912 cohorts, and our controlled runs), and the
@@ -107,22 +114,26 @@ def timings(header: str) -> dict[str, float]:
     return out
 
 
-def measure(http: httpx.Client, paths, iterations: int, warmup: int):
-    server, api, wall, sizes = [], [], [], []
+def measure(http: httpx.Client, paths, iterations: int, warmup: int, *, beside: httpx.Client | None = None):
+    """Timings of `iterations` requests (after `warmup`); with `beside`, each path also goes to
+    that server right after (same path, same moment): a second list of timings."""
+    clients = [http] if beside is None else [http, beside]
+    results = [([], [], [], []) for _ in clients]
     for i in range(warmup + iterations):
         path = paths() if callable(paths) else paths
-        started = time.perf_counter()
-        response = http.get(path, headers={"accept": "text/html"})
-        elapsed = (time.perf_counter() - started) * 1000
-        if response.status_code != 200:
-            raise SystemExit(f"{path}: HTTP {response.status_code}: {response.text[:300]}")
-        if i >= warmup:
-            timing = timings(response.headers["server-timing"])
-            server.append(timing["page"])
-            api.append(timing["graphql"])
-            wall.append(elapsed)
-            sizes.append(len(response.content))
-    return server, api, wall, sizes
+        for client, (server, api, wall, sizes) in zip(clients, results, strict=True):
+            started = time.perf_counter()
+            response = client.get(path, headers={"accept": "text/html"})
+            elapsed = (time.perf_counter() - started) * 1000
+            if response.status_code != 200:
+                raise SystemExit(f"{path}: HTTP {response.status_code}: {response.text[:300]}")
+            if i >= warmup:
+                timing = timings(response.headers["server-timing"])
+                server.append(timing["page"])
+                api.append(timing["graphql"])
+                wall.append(elapsed)
+                sizes.append(len(response.content))
+    return results[0] if beside is None else results
 
 
 def start_stack(uri: str, database: str, home: Path) -> tuple[subprocess.Popen, str]:
@@ -149,18 +160,24 @@ def start_stack(uri: str, database: str, home: Path) -> tuple[subprocess.Popen, 
     return process, base
 
 
-async def load_catalog(uri: str, database: str, console: Console) -> int:
-    from server.bootstrap import BUNDLED_DATA, bootstrap
-    from server.settings import Settings
+BOOTSTRAP = """import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+from server.bootstrap import BUNDLED_DATA, bootstrap
+from server.settings import Settings
+asyncio.run(bootstrap(sys.argv[2], Settings(mongodb_uri=sys.argv[2], database=sys.argv[3]), BUNDLED_DATA))
+"""
 
+
+async def load_catalog(uri: str, database: str, console: Console, code: Path = ROOT) -> int:
+    """What `serve` loads on first start, by the code of the checkout `code`."""
     started = time.perf_counter()
-    await bootstrap(uri, Settings(mongodb_uri=uri, database=database), BUNDLED_DATA)
+    subprocess.run([sys.executable, "-c", BOOTSTRAP, str(code), uri, database], cwd=code, check=True, stdin=subprocess.DEVNULL)
     client = make_client(uri)
     try:
         runs, groups = await client[database].runs.count_documents({}), await client[database].comparison_groups.count_documents({})
     finally:
         await client.close()
-    console.print(f"loaded the bundled data: {runs:,} runs, {groups:,} comparison groups in {time.perf_counter() - started:.1f} s")
+    console.print(f"loaded the bundled data ({code}): {runs:,} runs, {groups:,} comparison groups in {time.perf_counter() - started:.1f} s")
     return runs
 
 
@@ -191,7 +208,59 @@ def catalog_pages(http: httpx.Client) -> list:
     ]
 
 
+def start_baseline(code: Path, uri: str, database: str) -> tuple[subprocess.Popen, str]:
+    """The checkout `code`'s single-process server (its bench/api.py --serve) under uvicorn."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(code / "bench" / "api.py"), "--serve", uri, database, str(port)], cwd=code, stdin=subprocess.DEVNULL
+    )
+    base = f"http://127.0.0.1:{port}"
+    wait_ready(process, answers(f"{base}/healthz"), "baseline uvicorn", timeout=300)
+    return process, base
+
+
+def side_by_side(uri: str, database: str, args: argparse.Namespace, console: Console) -> bool:
+    """--baseline: the bundled data loaded by each checkout's code, both served, requests alternating."""
+    code = Path(args.baseline).resolve()
+    served = asyncio.run(load_catalog(uri, database + "_base", console, code))
+    asyncio.run(load_catalog(uri, database, console))
+    base_process, base_url = start_baseline(code, uri, database + "_base")
+    process, url = start_uvicorn(uri, database)
+    try:
+        with httpx.Client(base_url=url, timeout=120) as http, httpx.Client(base_url=base_url, timeout=120) as base:
+            pages = catalog_pages(http)
+            table = Table(
+                title=f"web pages, single process, {served:,} runs loaded, {args.iterations} requests each, "
+                f"alternating: {code} (before) and {ROOT} (after) (server p50 ms; kB = 1,000 bytes)"
+            )
+            for column in ("page", "before p50", "p90", "after p50", "p90", "after ÷ before", "size kB before / after", "target", "met"):
+                table.add_column(column, justify="left" if column in ("page", "target") else "right")
+            met = True
+            for name, path in pages:
+                after, before = measure(http, path, args.iterations, args.warmup, beside=base)
+                p50, size = percentile(after[0], 50), max(after[3])
+                ok = p50 <= CATALOG_TARGET_MS and size <= TARGET_BYTES
+                met = met and ok
+                table.add_row(
+                    name,
+                    f"{percentile(before[0], 50):.1f}",
+                    f"{percentile(before[0], 90):.1f}",
+                    f"{p50:.1f}",
+                    f"{percentile(after[0], 90):.1f}",
+                    f"{p50 / percentile(before[0], 50):.2f}×",
+                    f"{max(before[3]) / 1000:.1f} / {size / 1000:.1f}",
+                    f"p50 ≤ {CATALOG_TARGET_MS:g} ms, ≤ 100 kB",
+                    "yes" if ok else "NO",
+                )
+            console.print(table)
+            return met
+    finally:
+        stop(process, base_process)
+
+
 def bench(uri: str, database: str, args: argparse.Namespace, console: Console) -> bool:
+    if args.baseline:
+        return side_by_side(uri, database, args, console)
     if args.catalog:
         served = asyncio.run(load_catalog(uri, database, console))
         digests = []
@@ -266,7 +335,10 @@ def main() -> int:
     parser.add_argument(
         "--stack", action="store_true", help="through the federated stack (kernelindex serve) instead of the single process"
     )
+    parser.add_argument("--baseline", metavar="DIR", help="with --catalog: also serve checkout DIR's code, requests alternating")
     args = parser.parse_args()
+    if args.baseline and (not args.catalog or args.stack):
+        parser.error("--baseline goes with --catalog, single process")
     console = Console(width=max(Console().width, 120))
     started = time.perf_counter()
     load_before = load_average()
