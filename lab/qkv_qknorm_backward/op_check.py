@@ -9,7 +9,12 @@
 2. graph-replay medians (L2 flushed), side by side with cuBLAS's two GEMMs alone (limits.py).
 
   python lab/qkv_qknorm_backward/op_check.py OUT.json --impls ext-portable,ext-fused [--samples 30]
-        [--no-check] [--no-time] [--shapes long]
+        [--no-check] [--no-time] [--shapes long] [--subset-impls ext-fused@c4-w4-x1,...]
+        [--time-only ext-fused@diag-notransform,...]
+
+An implementation may be named `impl@mode` (the op's impl_mode; `auto` otherwise). --subset-impls
+are checked on SUBSET_SHAPES only, then timed; --time-only ones are timed, never checked (the
+ext-fused diagnostics compute wrong results on purpose).
 
 Prints a line per shape and implementation and a table last; everything goes to OUT.json.
 """
@@ -23,6 +28,12 @@ import time
 import traceback
 
 LONG_SHAPES = [(1, 16385), (1, 32769), (2, 8193), (1, 49153), (3, 16385)]
+SUBSET_SHAPES = [(1, 131), (3, 77), (2, 1000), (4, 373), (16, 541), (1, 8192), (1, 16385)]
+
+
+def _impl_mode(name: str) -> tuple[str, str]:
+    impl, _, mode = name.partition("@")
+    return impl, mode or "auto"
 FP64_LIMIT = 0.05  # max|err|/rms(ref) against float64; bf16 outputs land near 0.01–0.04
 
 
@@ -70,7 +81,7 @@ def check_impl(name: str, shapes, result: dict) -> bool:
     from kernels.ops.qkv_qknorm_backward.inputs import allocate_outputs, make_inputs
     from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
 
-    fn, fn_out = torch_op.call(name), torch_op.call_out(name)
+    fn, fn_out = torch_op.call(*_impl_mode(name)), torch_op.call_out(*_impl_mode(name))
     tol = Tolerance()
     ok_all = True
     for i, (b, s) in enumerate(shapes):
@@ -135,7 +146,7 @@ def time_all(names: list[str], samples: int, result: dict) -> None:
 
     product = torch.cuda.get_device_name(0)
     flush = timing.L2Flush()
-    fns = {n: torch_op.call(n) for n in names}
+    fns = {n: torch_op.call(*_impl_mode(n)) for n in names}
     rows = []
     for i, (b, s) in enumerate(d.CASE_SHAPES):
         t = b * s
@@ -167,6 +178,8 @@ def time_all(names: list[str], samples: int, result: dict) -> None:
 def main() -> int:
     out_path, argv = sys.argv[1], sys.argv[2:]
     names = _arg(argv, "--impls", "ext-portable").split(",")
+    subset = [n for n in _arg(argv, "--subset-impls", "").split(",") if n]
+    time_only = [n for n in _arg(argv, "--time-only", "").split(",") if n]
     samples = int(_arg(argv, "--samples", "30"))
     import oracle
     import torch
@@ -182,12 +195,14 @@ def main() -> int:
     if "--no-check" not in argv:
         for n in names:
             ok &= check_impl(n, shapes, result)
+        for n in subset:
+            ok &= check_impl(n, SUBSET_SHAPES, result)
         print(f"checks passed: {ok} ({time.time() - t0:.0f} s)", flush=True)
     result["check_passed"] = ok
     with open(out_path, "w") as fh:
         json.dump(result, fh, indent=1)
     if "--no-time" not in argv:
-        time_all(names, samples, result)
+        time_all(names + subset + time_only, samples, result)
     with open(out_path, "w") as fh:
         json.dump(result, fh, indent=1)
     return 0 if ok else 1

@@ -9,7 +9,11 @@ Entry points (arguments checked in Python before any kernel runs; ValueError nam
   qkv_qknorm_backward(**inputs, mode="auto") -> the six outputs (definition order)
   qkv_qknorm_backward_out(outputs, **inputs, mode="auto") -> None
 Modes: "auto" (the plan table), "nopdl", a forced plan "c{C}-w{sw}-x{sx}[-xf]" (cluster size,
-CTAs per dW tile, per dX tile; 1, 2, 4, 8; -xf launches dX first).
+CTAs per dW tile, per dX tile; 1, 2, 4, 8; -xf launches dX first); "v1" (the first version's
+transform: rstd and m loaded from global memory after each stage's wait) and "diag-notransform"
+(timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
+q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), each also as a suffix of a forced plan
+("c2-w2-x1:v1").
 """
 
 from __future__ import annotations
@@ -55,8 +59,22 @@ def load(verbose: bool = False):
     return LIBRARY.load(verbose)
 
 
+VARIANTS = {"": 0, "v1": 1, "diag-notransform": 2, "diag-nox": 3}  # flags bits 1-2 (csrc: kFast, kV1, kNoTransform, kNoX)
+
+
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
-    """mode -> (forced plan {cluster, sw, sx, x_first}, all zero for the planner's; flags: bit 0 PDL)."""
+    """mode -> (forced plan {cluster, sw, sx, x_first}, all zero for the planner's; flags: bit 0 PDL,
+    bits 1-2 the kernel variant)."""
+    base, _, variant = mode.partition(":")
+    if base in VARIANTS and not variant:
+        base, variant = "auto", base
+    if variant not in VARIANTS:
+        raise ValueError(f"mode: unknown variant {variant!r} (expected one of {sorted(v for v in VARIANTS if v)})")
+    forced, flags = _parse_plan(base)
+    return forced, flags | VARIANTS[variant] << 1
+
+
+def _parse_plan(mode: str) -> tuple[tuple[int, ...], int]:
     if mode == "auto":
         return AUTO, 1
     if mode == "nopdl":

@@ -56,7 +56,16 @@ constexpr int kABytes = kBM * kBK * 2;   // 16 KiB: g, then G
 constexpr int kXBytes = kBM * kBK * 2;   // 16 KiB: x̂
 constexpr int kBBytes = kBK * kBN * 2;   // 16 KiB
 constexpr int kStageBytes = kABytes + kXBytes + kBBytes;
-constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 2 * kD * 4 + 512;
+constexpr int kRowSlot = 2 * kBM * 4;  // rstd and m of a k-block's (up to) 128 rows, fp32
+constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 512 + 2 * kD * 4 + kStages * kRowSlot;
+constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of the transform
+// Variants (flags bits 1-2; the default is kFast): kFast takes rstd and m of each k-block's rows
+// from a shared-memory ring filled by cp.async kPrefetch k-blocks ahead; kV1 is the first version
+// (each transform thread loads them from global memory after the stage's wait, on the critical
+// path); kNoTransform is a diagnostic (timing only, wrong results): the transform warpgroup only
+// passes the stages on, so the pipeline runs with the same bytes and no transform work; kNoX is
+// kNoTransform without the x̂ boxes (the producer skips them): the bytes of a plain GEMM reading G.
+enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3 };
 constexpr int kStamps = 4;
 static_assert(kBM * kBN * 4 <= kStages * kStageBytes, "the partial tile fits in the stages");
 
@@ -323,12 +332,47 @@ __device__ __forceinline__ void transform_box(uint8_t* gbox, const uint8_t* xbox
   }
 }
 
+// As transform_box, with rstd and m of box row r at rsm[r] and rsm[kBM + r] (shared memory).
+__device__ __forceinline__ void transform_box_rows(uint8_t* gbox, const uint8_t* xbox, const float* wtab, const float* rsm,
+                                                   int seq, int s_row0, int head, int d0, int t) {
+  const int pch = t & 7;
+  const float* wt = wtab + (head < 4 ? 0 : kD) + d0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = (t >> 3) + 16 * i;
+    if (s_row0 + r >= seq) continue;  // zero-filled by TMA, and G is zero there
+    const float rs = rsm[r];
+    const float mm = rsm[kBM + r];
+    const int off = r * 128 + pch * 16;
+    const int c = pch ^ (r & 7);
+    float gf[8], xf[8];
+    unpack8(*reinterpret_cast<const uint4*>(gbox + off), gf);
+    unpack8(*reinterpret_cast<const uint4*>(xbox + off), xf);
+    const float4 w0 = *reinterpret_cast<const float4*>(wt + c * 8);
+    const float4 w1 = *reinterpret_cast<const float4*>(wt + c * 8 + 4);
+    const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+    float o[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float gh = __bfloat162float(__float2bfloat16_rn(gf[k] * w[k]));
+      o[k] = rs * (gh - mm * xf[k]);
+    }
+    uint4 v;
+    v.x = pack_bf16x2(o[0], o[1]);
+    v.y = pack_bf16x2(o[2], o[3]);
+    v.z = pack_bf16x2(o[4], o[5]);
+    v.w = pack_bf16x2(o[6], o[7]);
+    *reinterpret_cast<uint4*>(gbox + off) = v;
+  }
+}
+
 __device__ __forceinline__ __nv_bfloat16* dw_row(const Params& p, int r) {
   if (r < 1024) return p.dwq + static_cast<int64_t>(r) * kHidden;
   if (r < kQK) return p.dwk + static_cast<int64_t>(r - 1024) * kHidden;
   return p.dwv + static_cast<int64_t>(r - kQK) * kHidden;
 }
 
+template <int kVariant>
 __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -338,6 +382,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   uint64_t* empty = ready + kStages;
   float* fin = reinterpret_cast<float*>(empty + kStages);  // [3][8]
   float* wtab = reinterpret_cast<float*>(smem + kStages * kStageBytes + 512);  // [2][256]: 1 + w
+  float* rsm_ring = wtab + 2 * kD;  // [kStages][2][kBM]: rstd, m of a k-block's rows (kFast)
   uint8_t* red = smem;
   auto sa = [&](int st) { return stage_base + st * kStageBytes; };
   auto sx = [&](int st) { return stage_base + st * kStageBytes + kABytes; };
@@ -379,7 +424,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
       RingPos<kStages> pos;
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
         const int head = kb_head(kb);
-        const bool normed = head < 5;
+        const bool normed = head < 5 && kVariant != kNoX;
         mbar_wait(&empty[pos.stage], pos.phase ^ 1);
         mbar_expect_tx(&full[pos.stage], (normed ? kABytes + kXBytes : kABytes) + kBBytes);
         uint8_t* a = sa(pos.stage);
@@ -431,34 +476,98 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   if (warp < 8) {
     // -------------------------------------------------------------- transform warpgroup
     const int t = threadIdx.x - 128;
-    bool waited = false;
-    RingPos<kStages> pos;
-    for (int kb = w.kb0; kb < w.kb0 + nkb; ++kb) {
-      const int head = kb_head(kb);
-      mbar_wait(&full[pos.stage], pos.phase);
-      if (head < 5) {
-        if (!waited) {
-          pdl_wait();  // m comes from the stats kernel
-          waited = true;
-        }
+    if (kVariant == kFast) {
+      // k-block kb's rows: dW tokens s0 .. s0+63 of batch b (both boxes); dX the tile's 128 positions
+      auto kb_rows = [&](int kb, int& b, int& s0) {
         if (w.is_w) {
-          const int b = kb / p.nkbs;
-          const int s0 = (kb - b * p.nkbs) * kBK;
-#pragma unroll
-          for (int c = 0; c < 2; ++c)
-            transform_box(sa(pos.stage) + c * kBoxBytes, sx(pos.stage) + c * kBoxBytes, wtab, p, b, s0, head,
-                          (m0 + c * 64) & 255, t);
+          b = kb / p.nkbs;
+          s0 = (kb - b * p.nkbs) * kBK;
         } else {
-#pragma unroll
-          for (int c = 0; c < 2; ++c)
-            transform_box(sa(pos.stage) + c * kBoxBytes, sx(pos.stage) + c * kBoxBytes, wtab, p, xb, xs0 + c * 64,
-                          head, (kb & 3) * kBK, t);
+          b = xb;
+          s0 = xs0;
         }
-        fence_proxy_async_shared();
+      };
+      auto issue = [&](int i) {  // rstd, m of the rows of local k-block i into slot i % kStages
+        const int kb = w.kb0 + i;
+        const int head = kb_head(kb);
+        if (i < nkb && head < 5 && t < (w.is_w ? kBK : kBM)) {
+          int b, s0;
+          kb_rows(kb, b, s0);
+          const int s = s0 + t;
+          if (s < p.seq) {
+            const long long base = head < 4 ? (static_cast<long long>(b) * 4 + head) * p.seq
+                                            : static_cast<long long>(b) * p.seq;
+            const float* rstd = head < 4 ? p.rq : p.rk;
+            const float* mrow = p.m + (head < 4 ? 0 : 4LL * p.tokens);
+            const uint32_t slot = smem_u32(rsm_ring + (i % kStages) * 2 * kBM);
+            cp_async4(slot + t * 4, rstd + base + s);
+            cp_async4(slot + (kBM + t) * 4, mrow + base + s);
+          }
+        }
+        cp_async_commit();
+      };
+      const bool any_norm = nkb > 0 && (w.is_w ? (m0 >> 8) < 5 : w.kb0 < 20);
+      if (any_norm) pdl_wait();  // m comes from the stats kernel
+#pragma unroll
+      for (int i = 0; i < kPrefetch; ++i) issue(i);
+      RingPos<kStages> pos;
+      for (int i = 0; i < nkb; ++i) {
+        const int kb = w.kb0 + i;
+        const int head = kb_head(kb);
+        cp_async_wait<kPrefetch - 1>();
+        named_barrier_sync(3, 128);  // every row of slot i landed; slot i - 1 is free
+        issue(i + kPrefetch);
+        mbar_wait(&full[pos.stage], pos.phase);
+        if (head < 5) {
+          const float* rsm = rsm_ring + (i % kStages) * 2 * kBM;
+          int b, s0;
+          kb_rows(kb, b, s0);
+#pragma unroll
+          for (int c = 0; c < 2; ++c) {
+            if (w.is_w)
+              transform_box_rows(sa(pos.stage) + c * kBoxBytes, sx(pos.stage) + c * kBoxBytes, wtab, rsm, p.seq, s0,
+                                 head, (m0 + c * 64) & 255, t);
+            else
+              transform_box_rows(sa(pos.stage) + c * kBoxBytes, sx(pos.stage) + c * kBoxBytes, wtab, rsm + c * 64,
+                                 p.seq, s0 + c * 64, head, (kb & 3) * kBK, t);
+          }
+          fence_proxy_async_shared();
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&ready[pos.stage]);
+        pos.advance();
       }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&ready[pos.stage]);
-      pos.advance();
+      cp_async_wait<0>();
+    } else {
+      bool waited = false;
+      RingPos<kStages> pos;
+      for (int kb = w.kb0; kb < w.kb0 + nkb; ++kb) {
+        const int head = kb_head(kb);
+        mbar_wait(&full[pos.stage], pos.phase);
+        if (head < 5 && kVariant == kV1) {
+          if (!waited) {
+            pdl_wait();  // m comes from the stats kernel
+            waited = true;
+          }
+          if (w.is_w) {
+            const int b = kb / p.nkbs;
+            const int s0 = (kb - b * p.nkbs) * kBK;
+#pragma unroll
+            for (int c = 0; c < 2; ++c)
+              transform_box(sa(pos.stage) + c * kBoxBytes, sx(pos.stage) + c * kBoxBytes, wtab, p, b, s0, head,
+                            (m0 + c * 64) & 255, t);
+          } else {
+#pragma unroll
+            for (int c = 0; c < 2; ++c)
+              transform_box(sa(pos.stage) + c * kBoxBytes, sx(pos.stage) + c * kBoxBytes, wtab, p, xb, xs0 + c * 64,
+                            head, (kb & 3) * kBK, t);
+          }
+          fence_proxy_async_shared();
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&ready[pos.stage]);
+        pos.advance();
+      }
     }
     if (w.grp_size > 1) {
       cluster_sync_all();
@@ -632,7 +741,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 7 q_norm_weight 8 k_norm_weight 9 q_rstd 10 k_rstd 11 q_normed 12 k_normed 13 grad_hidden
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
-// 28 flags (bit 0 PDL) [29 timeline [grid][4] u64 or 0]
+// 28 flags (bit 0 PDL; bits 1-2 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX) [29 timeline [grid][4] u64 or 0]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
   if (n < 29) return kErrArguments;
@@ -702,7 +811,12 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.x_first = pl.x_first;
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
-  const void* kernel = reinterpret_cast<const void*>(fused_gemm_kernel);
+  const int variant = (flags >> 1) & 3;
+  auto kfn = variant == kV1            ? fused_gemm_kernel<kV1>
+              : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
+              : variant == kNoX         ? fused_gemm_kernel<kNoX>
+                                        : fused_gemm_kernel<kFast>;
+  const void* kernel = reinterpret_cast<const void*>(kfn);
   err = allow_dynamic_smem(kernel, kSmemBytes);
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t cfg = {};
@@ -719,7 +833,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   attr[1].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = (flags & 1) ? 2 : 1;
-  return launched(cudaLaunchKernelEx(&cfg, fused_gemm_kernel, m, p));
+  return launched(cudaLaunchKernelEx(&cfg, kfn, m, p));
 }
 
 const char* kidxf_error(int code) { return kidx::error_string(code); }
