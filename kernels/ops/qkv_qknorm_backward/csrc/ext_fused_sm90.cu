@@ -332,37 +332,58 @@ __device__ __forceinline__ void transform_box(uint8_t* gbox, const uint8_t* xbox
   }
 }
 
-// As transform_box, with rstd and m of box row r at rsm[r] and rsm[kBM + r] (shared memory).
-__device__ __forceinline__ void transform_box_rows(uint8_t* gbox, const uint8_t* xbox, const float* wtab, const float* rsm,
-                                                   int seq, int s_row0, int head, int d0, int t) {
+// The transform of a k-block's two boxes in place (kFast): box c's rows start at token
+// s_row0 + c·row_step, its columns at d0 + c·col_step of head `head`; rstd and m of row j of the
+// k-block at rsm[j] and rsm[kBM + j] (shared memory, j = c·row_step + r). Every shared-memory
+// load of both boxes is issued before the first store (the stores could alias them in the
+// compiler's eyes, which serialized the first version chunk by chunk). Thread t takes physical
+// chunk t & 7 of rows (t >> 3) + 16i; r & 7 is the same for its 4 rows, so is its logical chunk.
+__device__ __forceinline__ void transform_kblock(uint8_t* gbox, const uint8_t* xbox, const float* wtab, const float* rsm,
+                                                 int seq, int s_row0, int row_step, int head, int d0, int col_step,
+                                                 int t) {
   const int pch = t & 7;
-  const float* wt = wtab + (head < 4 ? 0 : kD) + d0;
+  const int r0 = t >> 3;
+  const int c = pch ^ (r0 & 7);
+  const float* wt = wtab + (head < 4 ? 0 : kD) + d0 + c * 8;
+  uint4 g[2][4], x[2][4];
+  float4 w[2][2];
+  float rs[2][4], mm[2][4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int r = (t >> 3) + 16 * i;
-    if (s_row0 + r >= seq) continue;  // zero-filled by TMA, and G is zero there
-    const float rs = rsm[r];
-    const float mm = rsm[kBM + r];
-    const int off = r * 128 + pch * 16;
-    const int c = pch ^ (r & 7);
-    float gf[8], xf[8];
-    unpack8(*reinterpret_cast<const uint4*>(gbox + off), gf);
-    unpack8(*reinterpret_cast<const uint4*>(xbox + off), xf);
-    const float4 w0 = *reinterpret_cast<const float4*>(wt + c * 8);
-    const float4 w1 = *reinterpret_cast<const float4*>(wt + c * 8 + 4);
-    const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-    float o[8];
+  for (int bx = 0; bx < 2; ++bx) {
+    w[bx][0] = *reinterpret_cast<const float4*>(wt + bx * col_step);
+    w[bx][1] = *reinterpret_cast<const float4*>(wt + bx * col_step + 4);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const float gh = __bfloat162float(__float2bfloat16_rn(gf[k] * w[k]));
-      o[k] = rs * (gh - mm * xf[k]);
+    for (int i = 0; i < 4; ++i) {
+      const int r = r0 + 16 * i;
+      const int off = bx * kBoxBytes + r * 128 + pch * 16;
+      g[bx][i] = *reinterpret_cast<const uint4*>(gbox + off);
+      x[bx][i] = *reinterpret_cast<const uint4*>(xbox + off);
+      rs[bx][i] = rsm[bx * row_step + r];
+      mm[bx][i] = rsm[kBM + bx * row_step + r];
     }
-    uint4 v;
-    v.x = pack_bf16x2(o[0], o[1]);
-    v.y = pack_bf16x2(o[2], o[3]);
-    v.z = pack_bf16x2(o[4], o[5]);
-    v.w = pack_bf16x2(o[6], o[7]);
-    *reinterpret_cast<uint4*>(gbox + off) = v;
+  }
+#pragma unroll
+  for (int bx = 0; bx < 2; ++bx) {
+    const float wv[8] = {w[bx][0].x, w[bx][0].y, w[bx][0].z, w[bx][0].w, w[bx][1].x, w[bx][1].y, w[bx][1].z, w[bx][1].w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = r0 + 16 * i;
+      float gf[8], xf[8], o[8];
+      unpack8(g[bx][i], gf);
+      unpack8(x[bx][i], xf);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const float gh = __bfloat162float(__float2bfloat16_rn(gf[k] * wv[k]));
+        o[k] = rs[bx][i] * (gh - mm[bx][i] * xf[k]);
+      }
+      uint4 v;
+      v.x = pack_bf16x2(o[0], o[1]);
+      v.y = pack_bf16x2(o[2], o[3]);
+      v.z = pack_bf16x2(o[4], o[5]);
+      v.w = pack_bf16x2(o[6], o[7]);
+      // rows past S: zero-filled by TMA, and G is zero there (their rsm entries are stale)
+      if (s_row0 + bx * row_step + r < seq) *reinterpret_cast<uint4*>(gbox + bx * kBoxBytes + r * 128 + pch * 16) = v;
+    }
   }
 }
 
@@ -522,15 +543,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
           const float* rsm = rsm_ring + (i % kStages) * 2 * kBM;
           int b, s0;
           kb_rows(kb, b, s0);
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            if (w.is_w)
-              transform_box_rows(sa(pos.stage) + c * kBoxBytes, sx(pos.stage) + c * kBoxBytes, wtab, rsm, p.seq, s0,
-                                 head, (m0 + c * 64) & 255, t);
-            else
-              transform_box_rows(sa(pos.stage) + c * kBoxBytes, sx(pos.stage) + c * kBoxBytes, wtab, rsm + c * 64,
-                                 p.seq, s0 + c * 64, head, (kb & 3) * kBK, t);
-          }
+          if (w.is_w)  // both boxes: tokens s0.., dims m0 and m0 + 64
+            transform_kblock(sa(pos.stage), sx(pos.stage), wtab, rsm, p.seq, s0, 0, head, m0 & 255, 64, t);
+          else  // box c: positions xs0 + 64c.., dims (kb & 3)·64
+            transform_kblock(sa(pos.stage), sx(pos.stage), wtab, rsm, p.seq, s0, 64, head, (kb & 3) * kBK, 0, t);
           fence_proxy_async_shared();
         }
         __syncwarp();
