@@ -12,7 +12,9 @@ Modes: "auto" (the plan table), "nopdl", a forced plan "c{C}-w{sw}-x{sx}[-xf]" (
 CTAs per dW tile, per dX tile; 1, 2, 4, 8; -xf launches dX first); "v1" (the first version's
 transform: rstd and m loaded from global memory after each stage's wait) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
-q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), each also as a suffix of a forced plan
+q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
+"diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
+its shared-memory traffic; timing only), each also as a suffix of a forced plan
 ("c2-w2-x1:v1").
 """
 
@@ -59,7 +61,9 @@ def load(verbose: bool = False):
     return LIBRARY.load(verbose)
 
 
-VARIANTS = {"": 0, "v1": 1, "diag-notransform": 2, "diag-nox": 3}  # flags bits 1-2 (csrc: kFast, kV1, kNoTransform, kNoX)
+# flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag) and 4-6 (kFastDiag's parts left out)
+VARIANTS = {"": 0, "v1": 1, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
+            "diag-nosmem": 4 | 4 << 3}
 
 
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:

@@ -65,7 +65,8 @@ constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of
 // path); kNoTransform is a diagnostic (timing only, wrong results): the transform warpgroup only
 // passes the stages on, so the pipeline runs with the same bytes and no transform work; kNoX is
 // kNoTransform without the x̂ boxes (the producer skips them): the bytes of a plain GEMM reading G.
-enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3 };
+// kFastDiag is kFast with parts of the transform left out by Params::diag (timing only).
+enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4 };
 constexpr int kStamps = 4;
 static_assert(kBM * kBN * 4 <= kStages * kStageBytes, "the partial tile fits in the stages");
 
@@ -190,6 +191,7 @@ struct Params {
   int nkbs;                // ceil(S/64): dW k-blocks per batch
   int kbw;                 // B·nkbs
   int cl, sw, sx, nwt, nxt, ncw, ncx, x_first;
+  int diag;                // kFastDiag only: bit 0 no arithmetic, 1 no proxy fence, 2 no shared loads/stores
   unsigned long long* timeline;
 };
 
@@ -387,6 +389,24 @@ __device__ __forceinline__ void transform_kblock(uint8_t* gbox, const uint8_t* x
   }
 }
 
+// kFastDiag bit 0: the transform's shared-memory traffic without its arithmetic (g and x̂ read,
+// g + x̂ written back; wrong results, timing only).
+__device__ __forceinline__ void copy_kblock(uint8_t* gbox, int t) {
+  const uint8_t* xbox = gbox + kABytes;
+  uint4 g[8], x[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int off = (i >> 2) * kBoxBytes + ((t >> 3) + 16 * (i & 3)) * 128 + (t & 7) * 16;
+    g[i] = *reinterpret_cast<const uint4*>(gbox + off);
+    x[i] = *reinterpret_cast<const uint4*>(xbox + off);
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int off = (i >> 2) * kBoxBytes + ((t >> 3) + 16 * (i & 3)) * 128 + (t & 7) * 16;
+    *reinterpret_cast<uint4*>(gbox + off) = make_uint4(g[i].x + x[i].x, g[i].y + x[i].y, g[i].z + x[i].z, g[i].w + x[i].w);
+  }
+}
+
 __device__ __forceinline__ __nv_bfloat16* dw_row(const Params& p, int r) {
   if (r < 1024) return p.dwq + static_cast<int64_t>(r) * kHidden;
   if (r < kQK) return p.dwk + static_cast<int64_t>(r - 1024) * kHidden;
@@ -497,7 +517,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   if (warp < 8) {
     // -------------------------------------------------------------- transform warpgroup
     const int t = threadIdx.x - 128;
-    if (kVariant == kFast) {
+    if (kVariant == kFast || kVariant == kFastDiag) {
+      const int diag = kVariant == kFastDiag ? p.diag : 0;
       // k-block kb's rows: dW tokens s0 .. s0+63 of batch b (both boxes); dX the tile's 128 positions
       auto kb_rows = [&](int kb, int& b, int& s0) {
         if (w.is_w) {
@@ -543,11 +564,15 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
           const float* rsm = rsm_ring + (i % kStages) * 2 * kBM;
           int b, s0;
           kb_rows(kb, b, s0);
-          if (w.is_w)  // both boxes: tokens s0.., dims m0 and m0 + 64
+          if (diag & 4) {
+          } else if (diag & 1) {
+            copy_kblock(sa(pos.stage), t);
+          } else if (w.is_w) {  // both boxes: tokens s0.., dims m0 and m0 + 64
             transform_kblock(sa(pos.stage), sx(pos.stage), wtab, rsm, p.seq, s0, 0, head, m0 & 255, 64, t);
-          else  // box c: positions xs0 + 64c.., dims (kb & 3)·64
+          } else {  // box c: positions xs0 + 64c.., dims (kb & 3)·64
             transform_kblock(sa(pos.stage), sx(pos.stage), wtab, rsm, p.seq, s0, 64, head, (kb & 3) * kBK, 0, t);
-          fence_proxy_async_shared();
+          }
+          if (!(diag & 2)) fence_proxy_async_shared();
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&ready[pos.stage]);
@@ -695,13 +720,14 @@ Plan shape_plan(int batch, int seq, int num_sms, int cl, int sw, int sx, int x_f
   return p;
 }
 
-// By token count (the first version's guess from ext-streamnorm's measured table, 128-row tiles
-// only): few tokens split dX over a cluster; ~1k no split; more: dW split in two.
+// By token count (128-row tiles only; the fastest of 13 forced plans per case in this session's
+// call 2, lab/qkv_qknorm_backward/LOG.md): few tokens split dX over a cluster; ~1k no split;
+// from ~2k dW tiles first, split in two above 3k.
 struct TableRow {
   int max_tokens, cl, sw, sx, x_first;
 };
 constexpr TableRow kPlanTable[] = {
-    {384, 4, 1, 4, 1}, {768, 2, 1, 2, 1}, {1792, 1, 1, 1, 1}, {3072, 2, 2, 1, 1}, {6144, 1, 1, 1, 0}, {1 << 30, 2, 2, 1, 0},
+    {384, 4, 1, 4, 1}, {768, 2, 1, 2, 1}, {1792, 1, 1, 1, 1}, {3072, 1, 1, 1, 0}, {1 << 30, 2, 2, 1, 0},
 };
 
 bool valid_forced(const int* f) {
@@ -757,7 +783,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 7 q_norm_weight 8 k_norm_weight 9 q_rstd 10 k_rstd 11 q_normed 12 k_normed 13 grad_hidden
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
-// 28 flags (bit 0 PDL; bits 1-2 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX) [29 timeline [grid][4] u64 or 0]
+// 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag; bits 4-6 Params::diag) [29 timeline [grid][4] u64 or 0]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
   if (n < 29) return kErrArguments;
@@ -825,12 +851,15 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.ncw = pl.ncw;
   p.ncx = pl.ncx;
   p.x_first = pl.x_first;
+  p.diag = (flags >> 4) & 7;
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
-  const int variant = (flags >> 1) & 3;
+  const int variant = (flags >> 1) & 7;
+  if (variant > kFastDiag) return kErrArguments;
   auto kfn = variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
               : variant == kNoX         ? fused_gemm_kernel<kNoX>
+              : variant == kFastDiag    ? fused_gemm_kernel<kFastDiag>
                                         : fused_gemm_kernel<kFast>;
   const void* kernel = reinterpret_cast<const void*>(kfn);
   err = allow_dynamic_smem(kernel, kSmemBytes);
