@@ -57,7 +57,7 @@ constexpr int kXBytes = kBM * kBK * 2;   // 16 KiB: x̂
 constexpr int kBBytes = kBK * kBN * 2;   // 16 KiB
 constexpr int kStageBytes = kABytes + kXBytes + kBBytes;
 constexpr int kRowSlot = 2 * kBM * 4;  // rstd and m of a k-block's (up to) 128 rows, fp32
-constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 512 + 2 * kD * 4 + kStages * kRowSlot;
+constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 512 + 2 * kD * 4 + kStages * kRowSlot + 2 * kD * 2;
 constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of the transform
 // Variants (flags bits 1-2; the default is kFast): kFast takes rstd and m of each k-block's rows
 // from a shared-memory ring filled by cp.async kPrefetch k-blocks ahead; kV1 is the first version
@@ -65,8 +65,12 @@ constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of
 // path); kNoTransform is a diagnostic (timing only, wrong results): the transform warpgroup only
 // passes the stages on, so the pipeline runs with the same bytes and no transform work; kNoX is
 // kNoTransform without the x̂ boxes (the producer skips them): the bytes of a plain GEMM reading G.
-// kFastDiag is kFast with parts of the transform left out by Params::diag (timing only).
-enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4 };
+// kFastDiag is kFast with parts of the transform left out by Params::diag (timing only). kFast
+// makes ĝ = bf16(g·(1+w)) with one bf16x2 FMA (g + g·w, rounded once: the definition's fp32
+// product rounded to bf16 whenever that product is exact in fp32, which holds for |w| ≥ 2^-8;
+// else within one bf16 ulp) where kFastF32 (call 2's kFast) computes it in fp32 and rounds with
+// a conversion (16 per clock per SM: the transform's bottleneck, call 3).
+enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5 };
 constexpr int kStamps = 4;
 static_assert(kBM * kBN * 4 <= kStages * kStageBytes, "the partial tile fits in the stages");
 
@@ -340,20 +344,33 @@ __device__ __forceinline__ void transform_box(uint8_t* gbox, const uint8_t* xbox
 // load of both boxes is issued before the first store (the stores could alias them in the
 // compiler's eyes, which serialized the first version chunk by chunk). Thread t takes physical
 // chunk t & 7 of rows (t >> 3) + 16i; r & 7 is the same for its 4 rows, so is its logical chunk.
-__device__ __forceinline__ void transform_kblock(uint8_t* gbox, const uint8_t* xbox, const float* wtab, const float* rsm,
-                                                 int seq, int s_row0, int row_step, int head, int d0, int col_step,
-                                                 int t) {
+__device__ __forceinline__ uint32_t hfma2_bf16(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+template <bool kHfma>
+__device__ __forceinline__ void transform_kblock(uint8_t* gbox, const uint8_t* xbox, const float* wtab,
+                                                 const __nv_bfloat16* wtab16, const float* rsm, int seq, int s_row0,
+                                                 int row_step, int head, int d0, int col_step, int t) {
   const int pch = t & 7;
   const int r0 = t >> 3;
   const int c = pch ^ (r0 & 7);
   const float* wt = wtab + (head < 4 ? 0 : kD) + d0 + c * 8;
+  const __nv_bfloat16* wt16 = wtab16 + (head < 4 ? 0 : kD) + d0 + c * 8;
   uint4 g[2][4], x[2][4];
   float4 w[2][2];
+  uint4 w16[2];
   float rs[2][4], mm[2][4];
 #pragma unroll
   for (int bx = 0; bx < 2; ++bx) {
-    w[bx][0] = *reinterpret_cast<const float4*>(wt + bx * col_step);
-    w[bx][1] = *reinterpret_cast<const float4*>(wt + bx * col_step + 4);
+    if (kHfma) {
+      w16[bx] = *reinterpret_cast<const uint4*>(wt16 + bx * col_step);
+    } else {
+      w[bx][0] = *reinterpret_cast<const float4*>(wt + bx * col_step);
+      w[bx][1] = *reinterpret_cast<const float4*>(wt + bx * col_step + 4);
+    }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int r = r0 + 16 * i;
@@ -366,18 +383,27 @@ __device__ __forceinline__ void transform_kblock(uint8_t* gbox, const uint8_t* x
   }
 #pragma unroll
   for (int bx = 0; bx < 2; ++bx) {
-    const float wv[8] = {w[bx][0].x, w[bx][0].y, w[bx][0].z, w[bx][0].w, w[bx][1].x, w[bx][1].y, w[bx][1].z, w[bx][1].w};
+    float wv[8];
+    if (!kHfma) {
+      wv[0] = w[bx][0].x, wv[1] = w[bx][0].y, wv[2] = w[bx][0].z, wv[3] = w[bx][0].w;
+      wv[4] = w[bx][1].x, wv[5] = w[bx][1].y, wv[6] = w[bx][1].z, wv[7] = w[bx][1].w;
+    }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int r = r0 + 16 * i;
       float gf[8], xf[8], o[8];
-      unpack8(g[bx][i], gf);
+      if (kHfma) {  // ĝ pairs = g + g·w, one rounding to bf16
+        const uint4 gh2 = make_uint4(hfma2_bf16(g[bx][i].x, w16[bx].x, g[bx][i].x), hfma2_bf16(g[bx][i].y, w16[bx].y, g[bx][i].y),
+                                     hfma2_bf16(g[bx][i].z, w16[bx].z, g[bx][i].z), hfma2_bf16(g[bx][i].w, w16[bx].w, g[bx][i].w));
+        unpack8(gh2, gf);
+      } else {
+        unpack8(g[bx][i], gf);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) gf[k] = __bfloat162float(__float2bfloat16_rn(gf[k] * wv[k]));
+      }
       unpack8(x[bx][i], xf);
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const float gh = __bfloat162float(__float2bfloat16_rn(gf[k] * wv[k]));
-        o[k] = rs[bx][i] * (gh - mm[bx][i] * xf[k]);
-      }
+      for (int k = 0; k < 8; ++k) o[k] = rs[bx][i] * (gf[k] - mm[bx][i] * xf[k]);
       uint4 v;
       v.x = pack_bf16x2(o[0], o[1]);
       v.y = pack_bf16x2(o[2], o[3]);
@@ -424,6 +450,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   float* fin = reinterpret_cast<float*>(empty + kStages);  // [3][8]
   float* wtab = reinterpret_cast<float*>(smem + kStages * kStageBytes + 512);  // [2][256]: 1 + w
   float* rsm_ring = wtab + 2 * kD;  // [kStages][2][kBM]: rstd, m of a k-block's rows (kFast)
+  __nv_bfloat16* wtab16 = reinterpret_cast<__nv_bfloat16*>(rsm_ring + kStages * 2 * kBM);  // [2][256]: w
   uint8_t* red = smem;
   auto sa = [&](int st) { return stage_base + st * kStageBytes; };
   auto sx = [&](int st) { return stage_base + st * kStageBytes + kABytes; };
@@ -453,6 +480,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
     wtab[i + 128] = 1.f + __bfloat162float(p.nwq[i + 128]);
     wtab[kD + i] = 1.f + __bfloat162float(p.nwk[i]);
     wtab[kD + i + 128] = 1.f + __bfloat162float(p.nwk[i + 128]);
+    wtab16[i] = p.nwq[i];
+    wtab16[i + 128] = p.nwq[i + 128];
+    wtab16[kD + i] = p.nwk[i];
+    wtab16[kD + i + 128] = p.nwk[i + 128];
   }
   __syncthreads();
 
@@ -517,7 +548,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   if (warp < 8) {
     // -------------------------------------------------------------- transform warpgroup
     const int t = threadIdx.x - 128;
-    if (kVariant == kFast || kVariant == kFastDiag) {
+    if (kVariant == kFast || kVariant == kFastDiag || kVariant == kFastF32) {
+      constexpr bool kH = kVariant != kFastF32;
       const int diag = kVariant == kFastDiag ? p.diag : 0;
       // k-block kb's rows: dW tokens s0 .. s0+63 of batch b (both boxes); dX the tile's 128 positions
       auto kb_rows = [&](int kb, int& b, int& s0) {
@@ -568,9 +600,9 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
           } else if (diag & 1) {
             copy_kblock(sa(pos.stage), t);
           } else if (w.is_w) {  // both boxes: tokens s0.., dims m0 and m0 + 64
-            transform_kblock(sa(pos.stage), sx(pos.stage), wtab, rsm, p.seq, s0, 0, head, m0 & 255, 64, t);
+            transform_kblock<kH>(sa(pos.stage), sx(pos.stage), wtab, wtab16, rsm, p.seq, s0, 0, head, m0 & 255, 64, t);
           } else {  // box c: positions xs0 + 64c.., dims (kb & 3)·64
-            transform_kblock(sa(pos.stage), sx(pos.stage), wtab, rsm, p.seq, s0, 64, head, (kb & 3) * kBK, 0, t);
+            transform_kblock<kH>(sa(pos.stage), sx(pos.stage), wtab, wtab16, rsm, p.seq, s0, 64, head, (kb & 3) * kBK, 0, t);
           }
           if (!(diag & 2)) fence_proxy_async_shared();
         }
@@ -783,7 +815,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 7 q_norm_weight 8 k_norm_weight 9 q_rstd 10 k_rstd 11 q_normed 12 k_normed 13 grad_hidden
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
-// 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag; bits 4-6 Params::diag) [29 timeline [grid][4] u64 or 0]
+// 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32; bits 4-6 Params::diag) [29 timeline [grid][4] u64 or 0]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
   if (n < 29) return kErrArguments;
@@ -855,11 +887,12 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
   const int variant = (flags >> 1) & 7;
-  if (variant > kFastDiag) return kErrArguments;
+  if (variant > kFastF32) return kErrArguments;
   auto kfn = variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
               : variant == kNoX         ? fused_gemm_kernel<kNoX>
               : variant == kFastDiag    ? fused_gemm_kernel<kFastDiag>
+              : variant == kFastF32     ? fused_gemm_kernel<kFastF32>
                                         : fused_gemm_kernel<kFast>;
   const void* kernel = reinterpret_cast<const void*>(kfn);
   err = allow_dynamic_smem(kernel, kSmemBytes);
