@@ -34,6 +34,8 @@ SUBSET_SHAPES = [(1, 131), (3, 77), (2, 1000), (4, 373), (16, 541), (1, 8192), (
 def _impl_mode(name: str) -> tuple[str, str]:
     impl, _, mode = name.partition("@")
     return impl, mode or "auto"
+
+
 FP64_LIMIT = 0.05  # max|err|/rms(ref) against float64; bf16 outputs land near 0.01–0.04
 
 
