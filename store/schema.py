@@ -178,6 +178,8 @@ INDEXES: dict[str, list[IndexModel]] = {
     # resolveKernel and definition(name:) look a definition up by its name.
     "definitions": [
         IndexModel([("spec.name", ASCENDING)], name="name"),
+        # The catalog's (v1alpha1) operations have no spec.name: definition(name:) finds them by this.
+        IndexModel([("metadata.name", ASCENDING)], name="metadata_name"),
         # An operation page's related definitions: those that name this one (SecantusDB plans an
         # `$or` as a collection scan, so store.queries.related_definitions asks each branch alone).
         IndexModel([("spec.relations.benchmark", ASCENDING)], name="relation_benchmark"),
