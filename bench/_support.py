@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pymongo import monitoring
+
 
 def percentile(values: list[float], q: float) -> float:
     """The value at rank round(q% of n-1) of the sorted values; NaN for none."""
@@ -24,6 +26,53 @@ def percentile(values: list[float], q: float) -> float:
     if not ordered:
         return float("nan")
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
+
+
+# ---------------------------------------------------------------- writes and CPU time
+
+WRITES = {
+    "insert",
+    "update",
+    "delete",
+    "findAndModify",
+    "bulkWrite",
+    "create",
+    "createIndexes",
+    "collMod",
+    "drop",
+    "dropIndexes",
+    "commitTransaction",
+}
+
+
+class WriteCounter(monitoring.CommandListener):
+    """Counts the write commands a client sends (an unchanged re-import must send none)."""
+
+    def __init__(self):
+        self.count = 0
+        self.by_command: dict[str, int] = {}
+
+    def started(self, event):
+        if event.command_name in WRITES:
+            self.count += 1
+            self.by_command[event.command_name] = self.by_command.get(event.command_name, 0) + 1
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+def process_cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of another process (the database server), from /proc."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------- the database and child processes

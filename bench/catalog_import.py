@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import io
 import os
 import subprocess
@@ -32,14 +31,12 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _support import WriteCounter, process_cpu_seconds  # noqa: E402  (bench/_support.py)
+
 from loaders.pipeline import run_catalog_import as run_import  # noqa: E402
 from store.client import DURABLE_WRITES, make_client  # noqa: E402
 from store.embedded import EmbeddedServer, free_port  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
-
-# bench/import.py's write counter and /proc CPU reader ("import" is a keyword: imported by name)
-_import_bench = importlib.import_module("bench.import")
-WriteCounter, process_cpu_seconds = _import_bench.WriteCounter, _import_bench.process_cpu_seconds
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "kernelindex-catalog" / "catalog-2026-08-16-0022af0b.jsonl.zst"
 TARGETS = {"first import": 2_000, "unchanged re-import": 2_000}

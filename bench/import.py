@@ -29,11 +29,12 @@ import time
 import uuid
 from pathlib import Path
 
-from pymongo import monitoring
 from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _support import WriteCounter, process_cpu_seconds  # noqa: E402  (bench/_support.py)
 
 from loaders.pipeline import run_import  # noqa: E402
 from store.client import DURABLE_WRITES, make_client  # noqa: E402
@@ -45,47 +46,6 @@ import_gpumode = functools.partial(run_import, "gpumode")
 import_sol = functools.partial(run_import, "sol-execbench")
 
 TARGETS = {"first import": 1_000, "unchanged re-import": 5_000}
-WRITES = {
-    "insert",
-    "update",
-    "delete",
-    "findAndModify",
-    "bulkWrite",
-    "create",
-    "createIndexes",
-    "collMod",
-    "drop",
-    "dropIndexes",
-    "commitTransaction",
-}
-
-
-class WriteCounter(monitoring.CommandListener):
-    def __init__(self):
-        self.count = 0
-        self.by_command: dict[str, int] = {}
-
-    def started(self, event):
-        if event.command_name in WRITES:
-            self.count += 1
-            self.by_command[event.command_name] = self.by_command.get(event.command_name, 0) + 1
-
-    def succeeded(self, event):
-        pass
-
-    def failed(self, event):
-        pass
-
-
-def process_cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU seconds of another process (the database server), from /proc."""
-    if pid is None:
-        return None
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def make_snapshot(root: Path, kernels: int, per_kernel: int, seed: int = 7) -> int:

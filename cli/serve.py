@@ -14,6 +14,8 @@ from cli.common import fail
 from server.settings import Settings
 from store.embedded import EmbeddedServer, _port_taken, clear_address, home, recover_stale_address, write_address
 
+UPSTREAM_KEEP_ALIVE_S = 75  # longer than the gateway keeps an idle socket (5 s)
+
 
 def register(sub) -> None:
     serve = sub.add_parser("serve", help="run the federated stack: subgraphs + Hive Gateway (embedded database unless MONGODB_URI is set)")
@@ -83,6 +85,10 @@ def _serve_subgraph(args: argparse.Namespace, settings: Settings) -> int:
             log_level="warning",
             ws_per_message_deflate=False,
             ws_max_size=settings.max_body_bytes,  # a WebSocket message is bounded like an HTTP body
+            # Hive Gateway (Node's agent) drops an idle upstream socket after 5 s; uvicorn's own 5 s
+            # made the two race, and a request sent on a socket the subgraph had just closed failed
+            # with "socket hang up". The subgraph waits longer, so the gateway always closes first.
+            timeout_keep_alive=UPSTREAM_KEEP_ALIVE_S,
         )
         web = uvicorn.Server(config)
         died: list[int] = []

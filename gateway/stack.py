@@ -45,6 +45,8 @@ GATEWAY_DIR = Path(__file__).resolve().parent  # Hive Gateway: its config, compo
 HIVE_GATEWAY = GATEWAY_DIR / "node_modules" / ".bin" / "hive-gateway"
 SUBGRAPHS = ("registry", "benchmarks")
 LOOPBACK = "127.0.0.1"
+# The line `serve` prints once every process answers (scripts and tests wait for it).
+READY = "KernelIndex is ready"
 
 
 class StackError(Exception):
@@ -325,7 +327,7 @@ def run_stack(stack: Stack) -> int:
     try:
         stack.start()
         write_stack(stack.graphql_url, stack.web_url)
-        say(f"KernelIndex is ready (registry + benchmarks subgraphs x{stack.replicas}, Hive Gateway):")
+        say(f"{READY} (registry + benchmarks subgraphs x{stack.replicas}, Hive Gateway):")
         say(f"  web pages  {stack.web_url}")
         say(f"  GraphQL    {stack.graphql_url}  (GraphiQL: {stack.web_url}graphiql)")
         stack.supervise()

@@ -1,32 +1,57 @@
-"""Shared fixtures: one real SecantusDB server per test session, a fresh database per test.
+"""Shared fixtures: one real SecantusDB server per test session, a fresh database per test, and
+one database of the repository's bundled data (`bundled_db`) for the tests that only read it.
 
-Set MONGODB_URI to run the suite against another MongoDB-compatible server instead.
+Set MONGODB_URI to run the suite against another MongoDB-compatible server instead. The session's
+server logs to `secantusd.log` in pytest's base temporary directory; when it logged an error, the
+end of that log is printed after the test summary (its "internal server error" says nothing more).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+import time
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
 import pytest_asyncio
 from asgi_lifespan import LifespanManager
+from pymongo.errors import PyMongoError
 
 from server.app import create_app
+from server.bootstrap import bootstrap
 from server.settings import Settings
 from store.client import make_client
-from store.embedded import EmbeddedServer
+from store.embedded import EmbeddedServer, free_port
 from store.schema import ensure_schema
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+SERVER_LOG = "secantusd.log"
 
 
 @pytest.fixture(scope="session")
-def mongo_uri():
+def mongo_uri(tmp_path_factory):
     if os.environ.get("MONGODB_URI"):
         yield os.environ["MONGODB_URI"]
         return
-    with EmbeddedServer(":memory:", failpoints=True) as server:
+    log = tmp_path_factory.getbasetemp() / SERVER_LOG
+    with EmbeddedServer(":memory:", failpoints=True, log_path=log) as server:
         yield server.uri
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    log = Path(str(config._tmp_path_factory.getbasetemp())) / SERVER_LOG if hasattr(config, "_tmp_path_factory") else None
+    if log is None or not log.is_file():
+        return
+    lines = log.read_text(errors="replace").splitlines()
+    errors = [line for line in lines if "ERROR" in line or "Traceback" in line]
+    if errors:
+        terminalreporter.section(f"the test database server logged {len(errors)} error lines ({log}); its last 40 lines")
+        for line in lines[-40:]:
+            terminalreporter.write_line(line)
 
 
 @pytest_asyncio.fixture(scope="session")
@@ -67,20 +92,15 @@ class GraphQLClient:
         return body["data"]
 
 
-@pytest.fixture
-def live_site(db, mongo_uri):
-    """The real app on a real uvicorn server (a thread) on a free loopback port, bound to the
-    test's database; yields its base URL."""
-    import threading
-    import time
-
+@contextlib.contextmanager
+def _serving(mongo_uri: str, database: str):
+    """The real app on a real uvicorn server (a thread) on a free loopback port, bound to
+    `database`; yields its base URL."""
     import uvicorn
-
-    from store.embedded import free_port
 
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(create_app(mongo_uri, Settings(database=db.name)), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(create_app(mongo_uri, Settings(database=database)), host="127.0.0.1", port=port, log_level="warning")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -90,3 +110,40 @@ def live_site(db, mongo_uri):
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture
+def live_site(db, mongo_uri):
+    """The real app on a real uvicorn server bound to the test's database; yields its base URL."""
+    with _serving(mongo_uri, db.name) as url:
+        yield url
+
+
+@pytest_asyncio.fixture(scope="session")
+async def bundled_db(mongo_client, mongo_uri):
+    """The repository's bundled data (data/: the SOL-ExecBench snapshot, the KernelIndex public
+    catalog, our controlled and verified runs) as `serve` loads it, once per session: importing
+    the 40,795-row catalog takes a minute or more, and a dozen tests only read it. Tests that write
+    take `db` and bootstrap their own."""
+    name = f"bundled_{uuid.uuid4().hex[:12]}"
+    await bootstrap(mongo_uri, Settings(database=name), DATA)
+    yield mongo_client[name]
+    # Best effort: a loaded machine may time the drop out, and the session's server goes anyway.
+    with contextlib.suppress(PyMongoError):
+        await mongo_client.drop_database(name)
+
+
+@pytest_asyncio.fixture
+async def bundled_api(bundled_db, mongo_uri):
+    """The GraphQL API over `bundled_db` (in process, as `api`)."""
+    app = create_app(mongo_uri, Settings(database=bundled_db.name, mongodb_uri=mongo_uri))
+    async with LifespanManager(app) as manager:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kernelindex.test") as client:
+            yield GraphQLClient(client)
+
+
+@pytest.fixture(scope="session")
+def bundled_site(bundled_db, mongo_uri):
+    """A real uvicorn server over `bundled_db`; yields its base URL."""
+    with _serving(mongo_uri, bundled_db.name) as url:
+        yield url

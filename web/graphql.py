@@ -31,7 +31,10 @@ class GraphQLClient:
     def _client(self) -> httpx.AsyncClient:
         # Made on first use, so it belongs to the serving event loop.
         if self._http is None:
-            self._http = httpx.AsyncClient(transport=self._transport, timeout=self._timeout)
+            # Idle sockets are let go after 2 s, before the gateway's own 5 s keep-alive closes them:
+            # the client closing first means no query is ever sent on a socket the server just shut.
+            limits = httpx.Limits(keepalive_expiry=2.0)
+            self._http = httpx.AsyncClient(transport=self._transport, timeout=self._timeout, limits=limits)
         return self._http
 
     async def query(self, document: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -4,13 +4,7 @@ ranked runs per cohort, the nearest measured shapes when nothing measured it, an
 The operation, suites and runs here are synthetic (tests only); the bundled-data test at the end
 uses the data `serve` loads."""
 
-from pathlib import Path
-
-from server.bootstrap import bootstrap
-from server.settings import Settings
 from tests.resolve_support import seed as _seed
-
-DATA = Path(__file__).resolve().parents[2] / "data"
 
 RESOLVE = """query($op: String!, $axes: [AxisValueInput!]!, $gpu: String, $stat: String) {
   resolveKernel(operation: $op, axes: $axes, gpu: $gpu, statistic: $stat) {
@@ -122,9 +116,9 @@ async def test_batch_answers_in_order_and_is_bounded(api, db):
     assert "at most 20" in body["errors"][0]["message"] and body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
 
 
-async def test_bundled_data_exact_and_unmeasured(api, db, mongo_uri):
+async def test_bundled_data_exact_and_unmeasured(bundled_api):
     """On what `serve` loads: operation 051's H200 cohort measured (batch_size 4, seq_len 128); seq_len 200 was not."""
-    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
+    api = bundled_api
     op = "kernelindex-051-qkv-qknorm-backward"
     exact = (await api.data(RESOLVE, {"op": op, "axes": _axes(batch_size=4, seq_len=128), "gpu": "H200"}))["resolveKernel"]
     assert exact["measured"] is True

@@ -1,17 +1,9 @@
 """What `serve` shows from the bundled data: the B200 leaderboard group and our H200 group under
 one operation, and the controlled reruns executed on the lent H200 as KernelIndex Verified."""
 
-from pathlib import Path
 
-from server.bootstrap import bootstrap
-from server.settings import Settings
-
-DATA = Path(__file__).resolve().parents[2] / "data"
-
-
-async def test_both_groups_under_one_operation_and_the_verified_h200_run(api, db, mongo_uri):
-    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
-    data = await api.data("""{
+async def test_both_groups_under_one_operation_and_the_verified_h200_run(bundled_api):
+    data = await bundled_api.data("""{
       ours: definition(name: "kernelindex-051-qkv-qknorm-backward") {
         relatedDefinitions { name }
         comparisonGroups(includeRelated: true) {

@@ -31,9 +31,14 @@ DOSSIER = """query { runByExternalId(source: "sol-execbench", externalId: "37369
 
 
 @pytest.fixture
-async def seeded(db, mongo_uri):
-    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
-    return db
+def seeded(bundled_db):
+    """`serve`'s own bootstrap of the bundled data (the session's one copy: these tests only read)."""
+    return bundled_db
+
+
+@pytest.fixture
+def api(bundled_api):
+    return bundled_api
 
 
 async def test_the_seed_page_line_by_line(api, seeded):

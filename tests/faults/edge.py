@@ -7,59 +7,20 @@ from __future__ import annotations
 import http.server
 import json
 import os
-import signal
 import socket
-import subprocess
 import threading
-import time
 from pathlib import Path
 
 import httpx
 
-from store.embedded import free_port
-from tests.command import KERNELINDEX
-from tests.serving import env_for
+from tests.serving import ServedStack
 
 
-class EdgeStack:
-    """`kernelindex serve` on `home` with the bundled data; `extra_env` for its settings."""
+class EdgeStack(ServedStack):
+    """`kernelindex serve` on `home` with the bundled data (keyword arguments: its settings). Its
+    `post` answers the raw response (the attacks look at statuses and headers)."""
 
-    def __init__(self, home: Path, **extra_env: str):
-        home.mkdir(parents=True, exist_ok=True)
-        self.home, self.port = home, free_port()
-        self.env = env_for(home, **extra_env)
-        self.log = open(home.parent / f"edge-{self.port}.log", "w+")
-        self.process = subprocess.Popen(
-            [KERNELINDEX, "serve", "--port", str(self.port)], env=self.env, stdout=self.log, stderr=subprocess.STDOUT, text=True
-        )
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.url = f"{self.base}/graphql"
-
-    def output(self) -> str:
-        self.log.seek(0)
-        return self.log.read()
-
-    def wait_ready(self, timeout: float = 240) -> EdgeStack:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"serve exited early: {self.output()}")
-            if "KernelIndex is ready" in self.output():
-                return self
-            time.sleep(0.3)
-        raise AssertionError(f"the stack did not start: {self.output()}")
-
-    def stop(self) -> str:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.output()
-
-    def post(self, query: str, variables: dict | None = None, timeout: float = 60, **kwargs) -> httpx.Response:
+    def post(self, query: str, variables: dict | None = None, timeout: float = 60, **kwargs) -> httpx.Response:  # type: ignore[override]
         return httpx.post(self.url, json={"query": query, "variables": variables or {}}, timeout=timeout, **kwargs)
 
     def gateway_pid(self) -> int:

@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -22,9 +21,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from server.settings import Settings
-from store.embedded import free_port
 from tests import factories
-from tests.command import KERNELINDEX
+from tests.serving import ServedStack as Stack
 from tests.subscriptions.support import RUN_PUBLISHED, ws_connection
 
 pytestmark = [
@@ -64,47 +62,6 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
         return ""
-
-
-class Stack:
-    def __init__(self, home: Path, *extra: str):
-        self.home, self.port = home, free_port()
-        self.env = {**{k: v for k, v in os.environ.items() if k != "MONGODB_URI"}, "KERNELINDEX_HOME": str(home), "PYTHONUNBUFFERED": "1"}
-        self.log = open(home.parent / f"stack-{self.port}.log", "w+")
-        self.process = subprocess.Popen(
-            [KERNELINDEX, "serve", "--port", str(self.port), *extra], env=self.env, stdout=self.log, stderr=subprocess.STDOUT, text=True
-        )
-        self.url = f"http://127.0.0.1:{self.port}/graphql"
-
-    def output(self) -> str:
-        self.log.seek(0)
-        return self.log.read()
-
-    def wait_ready(self, timeout: float = 240) -> Stack:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"serve exited early: {self.output()}")
-            if "KernelIndex is ready" in self.output():
-                return self
-            time.sleep(0.3)
-        raise AssertionError(f"the stack did not start: {self.output()}")
-
-    def post(self, query: str, variables: dict | None = None, key: str | None = None) -> dict:
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return httpx.post(self.url, json={"query": query, "variables": variables or {}}, headers=headers, timeout=60).json()
-
-    def cli(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([KERNELINDEX, *args], env=self.env, capture_output=True, text=True, timeout=120)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 @pytest.fixture(scope="module")

@@ -30,8 +30,12 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture
-def site(live_site):
-    return live_site
+def site(request):
+    """The server under test: over the session's bundled data for a test marked `bundled`, else over
+    the test's own (empty) database."""
+    if request.node.get_closest_marker("bundled"):
+        return request.getfixturevalue("bundled_site")
+    return request.getfixturevalue("live_site")
 
 
 @pytest_asyncio.fixture

@@ -3,24 +3,16 @@ content negotiation, with a client's plain request). Each of these failed on the
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
+import pytest
 
-from server.bootstrap import bootstrap
-from server.settings import Settings
 from store.publish import publish_many
 from tests import factories
 
-DATA = Path(__file__).resolve().parents[2] / "data"
 
-
-async def _bundled(db, mongo_uri) -> None:
-    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
-
-
-async def test_best_worst_and_std_are_shown_for_our_controlled_runs(db, mongo_uri, site, page):
-    await _bundled(db, mongo_uri)
+@pytest.mark.bundled
+async def test_best_worst_and_std_are_shown_for_our_controlled_runs(bundled_db, site, page):
+    db = bundled_db
     run = await db.runs.find_one({"spec.cases.samplesNs.1": {"$exists": True}})  # a controlled run with raw samples
     await page.goto(f"{site}/runs/{run['_id']}")
     best_worst = await page.locator("#cases td.best-worst").all_inner_texts()
@@ -31,8 +23,9 @@ async def test_best_worst_and_std_are_shown_for_our_controlled_runs(db, mongo_ur
     assert best_worst[0].startswith(f"{first['latencyNs']['min'] / 1000:.1f} µs")
 
 
-async def test_chart_legends_tell_two_runs_apart(db, mongo_uri, site, page):
-    await _bundled(db, mongo_uri)
+@pytest.mark.bundled
+async def test_chart_legends_tell_two_runs_apart(bundled_db, site, page):
+    db = bundled_db
     titles = (
         "KernelIndex CUDA extension, 128-row GEMM tiles on nvidia-h200",
         "KernelIndex CUDA extension, 256-row GEMM tiles on nvidia-h200",
@@ -54,16 +47,17 @@ async def test_rows_sharing_a_title_are_told_apart_on_the_leaderboard(db, site, 
     assert titles == ["alice · synthetic-op · B200 · submission-r1", "alice · synthetic-op · B200 · submission-r2"]
 
 
-async def test_the_home_page_does_not_overflow_a_narrow_window(db, mongo_uri, site, page):
-    await _bundled(db, mongo_uri)
+@pytest.mark.bundled
+async def test_the_home_page_does_not_overflow_a_narrow_window(site, page):
     await page.set_viewport_size({"width": 640, "height": 900})
     await page.goto(f"{site}/")
     overflow = await page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0, f"the page is {overflow} px wider than the window"
 
 
-async def test_source_metrics_column_only_where_runs_have_them(db, mongo_uri, site, page):
-    await _bundled(db, mongo_uri)
+@pytest.mark.bundled
+async def test_source_metrics_column_only_where_runs_have_them(bundled_db, site, page):
+    db = bundled_db
     from resolvers import ids
 
     controlled = await db.comparison_groups.find_one({"family": "kernelindex_controlled"})
@@ -91,8 +85,8 @@ async def test_an_unknown_path_is_a_page_with_a_way_on(site, page):
     assert twin.status_code == 404 and twin.json()["what"] == "page"
 
 
-async def test_search_finds_operations_by_gpu(db, mongo_uri, site, page):
-    await _bundled(db, mongo_uri)
+@pytest.mark.bundled
+async def test_search_finds_operations_by_gpu(site, page):
     await page.goto(f"{site}/")
     await page.fill("#q", "H200")
     await page.click("nav button[type=submit]")
@@ -102,8 +96,9 @@ async def test_search_finds_operations_by_gpu(db, mongo_uri, site, page):
     assert "Gemma-3-270m QKV projection backward with Q/K RMSNorm" in await page.inner_text("#operations")
 
 
-async def test_plain_clients_get_html_and_json_when_they_ask(db, mongo_uri, site):
-    await _bundled(db, mongo_uri)
+@pytest.mark.bundled
+async def test_plain_clients_get_html_and_json_when_they_ask(bundled_db, site):
+    db = bundled_db
     digest = (await db.runs.find_one({"externalId": "37369"}))["_id"]
     async with httpx.AsyncClient(base_url=site) as http:
         # curl sends Accept: */* (httpx too): a page, not its JSON twin.

@@ -2,25 +2,17 @@
 each page checked against the API's answer for the same data."""
 
 import math
-from pathlib import Path
 
-import pytest_asyncio
+import pytest
 
-from server.bootstrap import bootstrap
-from server.settings import Settings
-
-DATA = Path(__file__).resolve().parents[2] / "data"
-
-GROUPS = """{ definitions { name comparisonGroups { id title size leader { id digest title } } } }"""
+# What the home page asks for one search (web/queries.py HOME_OPERATIONS): the operations matching
+# the text, each with its groups and their #1s.
+SEARCH = """query($text: String!) { searchDefinitions(text: $text, first: 20) { nodes { name comparisonGroups {
+  id title size leader { id digest title } } } } }"""
 BOARD = """query($id: ID!) { comparisonGroup(id: $id) { rankRule { tieTest } runs(first: 50) { edges { node {
   id digest title rank primaryMeasurement { display } } } } } }"""
 CASES = """query($id: ID!) { run(id: $id) { title rank group { rankedSize } implementation { architectures }
   protocol { primaryStatistic } cases { index latency { statistic valueNs } } } }"""
-
-
-@pytest_asyncio.fixture
-async def bundled(db, mongo_uri):
-    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
 
 
 def per_case(run: dict) -> dict[int, int]:
@@ -28,11 +20,17 @@ def per_case(run: dict) -> dict[int, int]:
     return {c["index"]: next(m["valueNs"] for m in c["latency"] if m["statistic"] == statistic) for c in run["cases"]}
 
 
-async def test_home_group_run_compare_and_back(bundled, site, page, graphql):
-    definitions = (await graphql(GROUPS))["definitions"]
+@pytest.mark.bundled
+async def test_home_group_run_compare_and_back(site, page, graphql):
     await page.goto(f"{site}/")
     assert await page.title() == "KernelIndex · fastest evidenced GPU kernels"
-    # Every operation and every group with its #1, as the API lists them.
+    # The visitor searches for the operation of the seed record (problem 051, QK-norm backward).
+    await page.fill("#q", "qknorm")
+    await page.click("nav button[type=submit]")
+    await page.wait_for_url(f"{site}/?q=qknorm")
+    definitions = (await graphql(SEARCH, {"text": "qknorm"}))["searchDefinitions"]["nodes"]
+    assert definitions
+    # Every matching operation and every group with its #1, as the API lists them.
     for definition in definitions:
         for group in definition["comparisonGroups"]:
             row = page.locator("tr", has=page.locator(f'a[href="/groups/{group["id"]}"]'))
@@ -40,7 +38,10 @@ async def test_home_group_run_compare_and_back(bundled, site, page, graphql):
             assert await row.locator("td").nth(3).inner_text() == str(group["size"])
             assert await row.locator("td").nth(4).inner_text() == group["leader"]["title"]
 
-    group = max((g for d in definitions for g in d["comparisonGroups"]), key=lambda g: g["size"])
+    # The largest group whose #1 carries per-case results (so the comparison has cases to divide).
+    groups = sorted((g for d in definitions for g in d["comparisonGroups"]), key=lambda g: -g["size"])
+    leaders = [(await graphql(CASES, {"id": g["leader"]["id"]}))["run"] for g in groups]
+    group = next(g for g, leader in zip(groups, leaders) if leader["cases"] and g["size"] > 1)
     await page.click(f'a[href="/groups/{group["id"]}"]')
     await page.wait_for_url(f"{site}/groups/{group['id']}")
     assert await page.inner_text("h1") == group["title"]

@@ -1,22 +1,14 @@
 """The run dossier page in a real headless browser (Debian's Chromium driven by Playwright)."""
 
-from pathlib import Path
+import pytest
 
-from server.bootstrap import bootstrap
-from server.settings import Settings
 from store.publish import publish_many
 from tests import factories
 
-DATA = Path(__file__).resolve().parents[2] / "data"
 
-
-async def _seed_digest(db, mongo_uri) -> str:
-    await bootstrap(mongo_uri, Settings(database=db.name), DATA)
-    return (await db.runs.find_one({"externalId": "37369"}))["_id"]
-
-
-async def test_seed_run_page_shows_the_record(db, mongo_uri, site, page, tmp_path):
-    digest = await _seed_digest(db, mongo_uri)
+@pytest.mark.bundled
+async def test_seed_run_page_shows_the_record(bundled_db, site, page, tmp_path):
+    digest = (await bundled_db.runs.find_one({"externalId": "37369"}))["_id"]
     await page.goto(f"{site}/runs/{digest}")
     assert await page.inner_text("#title") == "Geometric · 051_attention_qkv_with_qk_norm_single_kernel_backward · B200"
     assert (await page.inner_text("#primary")).startswith("333.6 µs")

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from registry.dsse import REPRODUCTION_PREDICATE
 from server.bootstrap import bootstrap
@@ -27,8 +28,10 @@ async def _seed(db, mongo_uri) -> str:
     return (await db.runs.find_one({"externalId": "37369"}))["_id"]
 
 
-async def test_the_seed_page_has_every_line_of_the_seed(db, mongo_uri, site, page):
-    digest = await _seed(db, mongo_uri)
+@pytest.mark.bundled
+async def test_the_seed_page_has_every_line_of_the_seed(bundled_db, site, page):
+    db = bundled_db
+    digest = (await db.runs.find_one({"externalId": "37369"}))["_id"]
     await page.goto(f"{site}/runs/{digest}")
     text = await page.inner_text("body")
     for line in ("Add a reproduction or note", "Report an issue with this run", "Canonical manifest", "Cite this record"):
