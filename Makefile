@@ -31,16 +31,16 @@ define install_torch
 endef
 
 # The editable install (code changes need no reinstall): again only when pyproject.toml changes.
-$(STAMP)-installed: pyproject.toml | $(BIN)/python
+$(STAMP)-installed: pyproject.toml setup.py | $(BIN)/python
 	$(EDITABLE) .
 	@touch $@
 
-$(STAMP)-kernels: pyproject.toml | $(BIN)/python
+$(STAMP)-kernels: pyproject.toml setup.py | $(BIN)/python
 	$(install_torch)
 	$(EDITABLE) '.[kernels]'
 	@touch $@ $(STAMP)-installed
 
-$(STAMP)-dev: pyproject.toml | $(BIN)/python
+$(STAMP)-dev: pyproject.toml setup.py | $(BIN)/python
 	$(install_torch)
 	$(EDITABLE) '.[dev,kernels]'
 	@touch $@ $(STAMP)-kernels $(STAMP)-installed

@@ -39,10 +39,13 @@ from store.embedded import (
     write_address,
     write_stack,
 )
+from web import node_packages
+from web.graphiql import ASSETS_PROJECT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-GATEWAY_DIR = Path(__file__).resolve().parent  # Hive Gateway: its config, composer, npm packages
-HIVE_GATEWAY = GATEWAY_DIR / "node_modules" / ".bin" / "hive-gateway"
+REPO_ROOT = Path(__file__).resolve().parent.parent  # a checkout, or site-packages of a wheel install
+GATEWAY_DIR = Path(__file__).resolve().parent  # Hive Gateway: its config, composer, npm manifests
+HIVE_GATEWAY = GATEWAY_DIR / "node_modules" / ".bin" / "hive-gateway"  # a checkout's, after `make setup`
+GATEWAY_FILES = ("gateway.config.mjs", "compose.mjs")  # the JavaScript that imports the npm packages
 SUBGRAPHS = ("registry", "benchmarks")
 LOOPBACK = "127.0.0.1"
 # The line `serve` prints once every process answers (scripts and tests wait for it).
@@ -111,18 +114,20 @@ class Stack:
         except OSError:
             raise StackError(f"port {self.port} on {self.host} is already in use; choose another with --port") from None
         with held:
-            if not HIVE_GATEWAY.exists():
-                raise StackError(f"Hive Gateway is not installed ({HIVE_GATEWAY} missing): run `make serve`, or `npm ci` in gateway/")
-            env, supergraph, web_port = self._start_parts()
+            # The npm packages first (a checkout's, or installed once into the user cache): a
+            # missing node fails here, before the database starts.
+            gateway = gateway_packages()
+            web_packages()
+            env, supergraph, web_port = self._start_parts(gateway)
         say("starting the web process and Hive Gateway ...")
         self._spawn(
             "Hive Gateway",
             [
-                str(HIVE_GATEWAY),
+                str(gateway.bin("hive-gateway")),
                 "supergraph",
                 str(supergraph),
                 "--config-path",
-                str(GATEWAY_DIR / "gateway.config.mjs"),
+                str(gateway.files / "gateway.config.mjs"),
                 "--host",
                 self.host,
                 "--port",
@@ -157,7 +162,7 @@ class Stack:
     def web_url(self) -> str:
         return f"http://{self.internal_host}:{self.port}/"
 
-    def _start_parts(self) -> tuple[dict[str, str], Path, int]:
+    def _start_parts(self, gateway: node_packages.Tree) -> tuple[dict[str, str], Path, int]:
         """Everything but the gateway: (its environment, the supergraph file, the web port)."""
         # On the embedded database, recover_stale_address refuses a second serve on this home; on
         # MONGODB_URI the stack file is what a second one would clobber (and the supergraph).
@@ -190,7 +195,7 @@ class Stack:
         sdls = {name: self._wait_for_sdl(name, url) for name, url in urls.items()}
         supergraph = home() / "supergraph.graphql"
         supergraph.parent.mkdir(parents=True, exist_ok=True)
-        supergraph.write_text(compose_supergraph([(name, urls[name], sdls[name]) for name in SUBGRAPHS]))
+        supergraph.write_text(compose_supergraph([(name, urls[name], sdls[name]) for name in SUBGRAPHS], gateway))
 
         # Bound here and handed down like the subgraphs' ports: the gateway forwards pages to it.
         web_socket = listening_socket(LOOPBACK, 0, reuse_port=False)
@@ -301,12 +306,29 @@ def listening_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
     return sock
 
 
-def compose_supergraph(services: list[tuple[str, str, str]]) -> str:
+def gateway_packages() -> node_packages.Tree:
+    """Hive Gateway and the composers (gateway/package-lock.json), with the files that import them."""
+    try:
+        return node_packages.ensure("gateway", GATEWAY_DIR, "Hive Gateway and the federation composers", files=GATEWAY_FILES, say=say)
+    except node_packages.NodePackagesError as error:
+        raise StackError(str(error)) from None
+
+
+def web_packages() -> node_packages.Tree:
+    """GraphiQL and React (web/assets/package-lock.json), which the web process serves at /graphiql."""
+    try:
+        return node_packages.ensure("web-assets", ASSETS_PROJECT, "GraphiQL's assets (graphiql, react)", say=say)
+    except node_packages.NodePackagesError as error:
+        raise StackError(str(error)) from None
+
+
+def compose_supergraph(services: list[tuple[str, str, str]], gateway: node_packages.Tree | None = None) -> str:
     """The supergraph SDL of (name, url, sdl) subgraphs, composed by the Guild's composer."""
     payload = json.dumps([{"name": n, "url": u, "sdl": s} for n, u, s in services])
+    gateway = gateway or gateway_packages()
     try:
         done = subprocess.run(
-            ["node", str(GATEWAY_DIR / "compose.mjs"), "guild"], input=payload, capture_output=True, text=True, timeout=120
+            ["node", str(gateway.files / "compose.mjs"), "guild"], input=payload, capture_output=True, text=True, timeout=120
         )
     except FileNotFoundError:
         raise StackError("node is not installed (Node >= 20 is needed to compose the supergraph)") from None

@@ -33,8 +33,19 @@ from store.manifest_set import publish_set
 from store.schema import ensure_schema
 from store.verified_results import ResultError, publish_signed_record
 
-# The data that ships with the repository (snapshots, controlled runs, code pins, verified results).
-BUNDLED_DATA = Path(__file__).resolve().parents[1] / "data"
+
+def _bundled_data() -> Path:
+    """data/ of the repository, installed as the package `kernelindex_data` (setup.py): found by
+    that name in a wheel install and an editable one alike."""
+    try:
+        import kernelindex_data
+    except ImportError:  # a checkout on sys.path that was never installed
+        return Path(__file__).resolve().parents[1] / "data"
+    return kernelindex_data.DIRECTORY
+
+
+# The data that ships with KernelIndex (snapshots, the catalog, controlled runs, code pins, verified results).
+BUNDLED_DATA = _bundled_data()
 
 
 class BootstrapError(RuntimeError):

@@ -147,3 +147,11 @@ def bundled_site(bundled_db, mongo_uri):
     """A real uvicorn server over `bundled_db`; yields its base URL."""
     with _serving(mongo_uri, bundled_db.name) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def kernelindex_wheel(tmp_path_factory):
+    """The wheel of this tree, built once per session (tests/wheel_build.py)."""
+    from tests.wheel_build import build_wheel
+
+    return build_wheel(tmp_path_factory.mktemp("wheel"))

@@ -1,5 +1,6 @@
-"""GraphiQL with local assets: the pinned npm packages in web/assets (installed by
-`make setup`), never a CDN."""
+"""GraphiQL with local assets: the pinned npm packages of web/assets (installed beside its lock
+file by `make setup`, or by `kernelindex serve` into the user cache: web/node_packages.py), never
+a CDN."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.staticfiles import StaticFiles
 
+from web import node_packages
 from web.render import TEMPLATES, wants_html
 
-MODULES = Path(__file__).parent / "assets" / "node_modules"
+ASSETS_PROJECT = Path(__file__).parent / "assets"  # package.json and package-lock.json
 # The only files served from node_modules (URL name -> package file).
 FILES = {
     "react.production.min.js": "react/umd/react.production.min.js",
@@ -29,8 +31,14 @@ class _Assets(StaticFiles):
         return FILES.get(name, "not-served")
 
 
+def modules() -> Path:
+    """The installed node_modules of web/assets (where it would be in a checkout if none is)."""
+    tree = node_packages.find("web-assets", ASSETS_PROJECT)
+    return tree.modules if tree else ASSETS_PROJECT / "node_modules"
+
+
 def graphiql_assets() -> StaticFiles:
-    return _Assets(directory=MODULES, check_dir=False)
+    return _Assets(directory=modules(), check_dir=False)
 
 
 async def graphiql_page(request: Request) -> Response:
@@ -44,6 +52,9 @@ async def graphiql_page(request: Request) -> Response:
                 "assets": {name: f"/static/graphiql/{name}" for name in FILES},
             }
         )
-    if not all((MODULES / path).is_file() for path in FILES.values()):
-        return PlainTextResponse("GraphiQL's assets are not installed: run `make setup` (npm ci in web/assets).", status_code=503)
+    if not all((modules() / path).is_file() for path in FILES.values()):
+        return PlainTextResponse(
+            "GraphiQL's assets are not installed: `kernelindex serve` installs them on first start, or run `make setup` in a checkout.",
+            status_code=503,
+        )
     return HTMLResponse(TEMPLATES.get_template("graphiql.html").render())
