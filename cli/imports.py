@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 from pathlib import Path
 
 from cli.common import fail, with_db
@@ -16,6 +17,8 @@ from server.settings import Settings
 # checked whole and written in bulk (loaders/pipeline.py run_catalog_import), so it is a verb here.
 CATALOG = "kernelindex-catalog"
 CATALOG_DESCRIPTION = "the KernelIndex public catalog export (catalog-*.jsonl.zst with its latest.json; a FILE or URL)"
+# Where the bundled export is published (data/kernelindex-catalog/latest.json's "url"): -h's example.
+CATALOG_URL = "https://raw.githubusercontent.com/SamMausberg/KernelIndex/main/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst"
 
 
 def register(sub) -> None:
@@ -25,36 +28,81 @@ def register(sub) -> None:
     imp = sub.add_parser(
         "import",
         help="import published results from an external source",
-        description="Sources: " + "; ".join([*(f"{s.key}: {s.description}" for s in sources), f"{CATALOG}: {CATALOG_DESCRIPTION}"]),
+        description="Import published results from a source into the registry. `kernelindex import SOURCE -h`: what "
+        "SOURCE imports, its options and examples.",
     )
-    keys = [s.key for s in sources] + [CATALOG]
-    imp.add_argument("source", choices=keys, metavar="SOURCE", help="one of: " + ", ".join(keys))
-    imp.add_argument(
-        "target", nargs="?", default=None, metavar="FILE|URL", help=f"{CATALOG}: the export (or its latest.json, or their folder)"
-    )
-    where = imp.add_mutually_exclusive_group()
-    where.add_argument("--snapshot", type=Path, default=None, help="read saved responses from this directory")
-    where.add_argument("--base-url", default=None, help="the source API's base URL")
-    added: dict[str, list[str]] = {}
+    verbs = imp.add_subparsers(dest="source", required=True, metavar="SOURCE", title="sources")
     for source in sources:
-        for option in source.options:
-            if option.flag in added:
-                added[option.flag].append(source.key)
+        _source_parser(verbs, source, sources)
+    catalog = verbs.add_parser(
+        CATALOG,
+        help=CATALOG_DESCRIPTION,
+        description=_wrap(
+            f"Import {CATALOG_DESCRIPTION}.",
+            "The latest.json beside the export is checked (sha256, size, line count), then every row's digests, "
+            "cohort keys, references and v1alpha1 models, before anything is written: a corrupt or truncated file "
+            "writes nothing (exit 2); a refused row is reported and the rest imported (exit 1).",
+        ),
+        epilog=_examples(
+            CATALOG,
+            [
+                ("data/kernelindex-catalog/catalog-2026-08-16-0022af0b.jsonl.zst", "the bundled export (a checkout's data/)"),
+                (CATALOG_URL + " --dry-run", "the same export from the repository it is published in; check it, write nothing"),
+            ],
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    catalog.add_argument("target", metavar="FILE|URL", help="the export (catalog-*.jsonl.zst), its latest.json, or their folder")
+    catalog.add_argument("--dry-run", action="store_true", help="check everything; write nothing")
+    imp.set_defaults(handler=cmd_import)
+
+
+def _source_parser(verbs, source, sources) -> None:
+    """`kernelindex import KEY`: the source's own help, options and examples. The other sources'
+    options are accepted but hidden, so that cmd_import can say whose they are."""
+    parser = verbs.add_parser(
+        source.key,
+        help=source.description,
+        description=_wrap(f"Import {source.description}.", source.about),
+        epilog=_examples(source.key, source.examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--snapshot", type=Path, default=None, metavar="DIR", help="read saved responses from this directory")
+    default = f" (default {source.default_base_url})" if source.default_base_url else ""
+    where.add_argument("--base-url", default=None, metavar="URL", help=f"the source API's base URL{default}")
+    for owner in sources:
+        for option in owner.options:
+            if owner is not source and any(option.flag == mine.flag for mine in source.options):
                 continue
-            added[option.flag] = [source.key]
-            imp.add_argument(
+            parser.add_argument(
                 option.flag,
                 dest=option.dest,
                 type=option.type,
                 action="append" if option.repeat else "store",
                 default=None,
                 metavar=option.metavar or option.flag.lstrip("-").upper(),
-                help=f"{source.key}: {option.help}",
+                help=option.help if owner is source else argparse.SUPPRESS,
             )
-    limits = "; ".join(f"{s.key}: {s.limit_help}" for s in sources)
-    imp.add_argument("--limit", type=int, default=None, help=f"at most this many records per unit ({limits})")
-    imp.add_argument("--dry-run", action="store_true", help="write nothing; print the plan")
-    imp.set_defaults(handler=cmd_import)
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help=f"at most N {source.limit_help}")
+    parser.add_argument("--dry-run", action="store_true", help="read the source and print the plan; write nothing")
+    parser.set_defaults(target=None)
+
+
+def _wrap(*paragraphs: str) -> str:
+    import textwrap
+
+    width = min(shutil.get_terminal_size().columns, 100) - 2
+    return "\n\n".join(textwrap.fill(text, width=width) for text in paragraphs if text)
+
+
+def _examples(key: str, examples) -> str | None:
+    if not examples:
+        return None
+    lines = ["examples:"]
+    for args, what in examples:
+        lines += [f"  kernelindex import {key} {args}".rstrip(), f"      {what}"]
+    return "\n".join(lines)
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
@@ -67,8 +115,6 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.source == CATALOG:
         return _import_catalog(args, settings)
-    if args.target is not None:
-        return fail(f"FILE|URL: only for {CATALOG} ({args.source} reads --snapshot or --base-url)")
     loader = get(args.source)
     own = {option.dest for option in loader.options}
     for other in loaders():
@@ -91,15 +137,7 @@ def _import_catalog(args: argparse.Namespace, settings: Settings) -> int:
     from rich.console import Console
 
     from loaders.pipeline import catalog_import_command
-    from loaders.sources import loaders
 
-    if args.target is None:
-        return fail(f"FILE|URL: {CATALOG} needs the export to read (a catalog-*.jsonl.zst file or URL)")
-    given = [("--snapshot", args.snapshot), ("--base-url", args.base_url), ("--limit", args.limit)]
-    given += [(option.flag, getattr(args, option.dest, None)) for source in loaders() for option in source.options]
-    for flag, value in given:
-        if value:
-            return fail(f"{flag}: not an option of {CATALOG} (it reads FILE|URL)")
     console = Console(stderr=True)
     options = dict(target=args.target, console=console)
     if args.dry_run:

@@ -132,6 +132,9 @@ class SourceLoader:
     key: ClassVar[str]  # "sol-execbench": `kernelindex import KEY`, the runs' source, data/snapshots/KEY/
     title: ClassVar[str]  # "SOL-ExecBench": the progress bar, the report, the fatal error line
     description: ClassVar[str]  # one line for `kernelindex import -h`
+    about: ClassVar[str] = ""  # `kernelindex import KEY -h`: what it imports, from where, what it skips
+    examples: ClassVar[tuple[tuple[str, str], ...]] = ()  # ("--kernel 51 --dry-run", "what that does") for KEY's -h
+    default_base_url: ClassVar[str | None] = None  # the live API --base-url replaces, for KEY's -h
     unit: ClassVar[str]  # what the progress bar counts: "kernels"
     record_title: ClassVar[str] = ""  # the source's display name on run pages (default: title)
     record_prefix: ClassVar[str] = "record"  # how the source names one record: "<prefix>/<externalId>"

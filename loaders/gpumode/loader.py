@@ -23,9 +23,9 @@ from rich.console import Console
 
 from loaders.common.http import FetchError
 from loaders.common.source import Discovery, Fetched, Option, Record, RecordGroup, Rejected, RunManifests, SourceLoader, UnitReader
-from loaders.gpumode import SOURCE, normalize
+from loaders.gpumode import DATASET, SOURCE, normalize
 from loaders.gpumode.discover import discover
-from loaders.gpumode.fetch import FILTER, HttpSource, fetch_pages, open_source
+from loaders.gpumode.fetch import DEFAULT_BASE_URL, FILTER, HttpSource, fetch_pages, open_source
 from loaders.gpumode.normalize import (
     FLAT,
     PER_SHAPE,
@@ -228,6 +228,19 @@ class GpuModeLoader(SourceLoader):
     key = SOURCE
     title = "GPU MODE"
     description = "GPU MODE's KernelBot competition results (Hugging Face datasets-server or a saved snapshot)"
+    about = (
+        f"The Hugging Face dataset {DATASET} (KernelBot's submissions, by leaderboard) through the datasets-server "
+        "API (GET /splits, then every page of each config by /rows, or /filter where /rows is refused), or a "
+        "snapshot directory of saved answers. Each user's best rankable submission per board and GPU becomes a "
+        "run, one record group per board; a config is imported whole or not at all; rows KernelBot would not "
+        "rank are skipped with the reason."
+    )
+    examples = (
+        ("--limit 100 --dry-run", "every board, at most 100 rows per config, from the live datasets-server; write nothing"),
+        ("--leaderboard NAME --index-wait 120", "one board (repeat --leaderboard for more); give a config up after 2 minutes not ready"),
+        ("--snapshot DIR", "saved answers (tests/fixtures/gpumode-synthetic/ is a synthetic one)"),
+    )
+    default_base_url = DEFAULT_BASE_URL
     unit = "configs"
     record_title = "GPU MODE KernelBot"
     record_prefix = "leaderboard"  # leaderboard/{board}/{user}/{runner or GPU}

@@ -19,7 +19,7 @@ from loaders.common.http import FetchError, SourceUnreachable
 from loaders.common.source import Discovery, Fetched, Option, Record, RecordGroup, Rejected, RunManifests, Skipped, SourceLoader, UnitReader
 from loaders.sol_execbench import SOURCE, normalize
 from loaders.sol_execbench.discover import discover
-from loaders.sol_execbench.fetch import fetch_kernel, fetch_submission_pages, open_source
+from loaders.sol_execbench.fetch import DEFAULT_BASE_URL, fetch_kernel, fetch_submission_pages, open_source
 from loaders.sol_execbench.normalize import KernelManifests, normalize_kernel, normalize_submission, source_record
 from loaders.sol_execbench.parse import ParseError, Submission, parse_kernel, parse_submission, record_label
 from loaders.sol_execbench.report import ImportReport, KernelPlan, print_report
@@ -113,6 +113,19 @@ class SolExecBenchLoader(SourceLoader):
     key = SOURCE
     title = "SOL-ExecBench"
     description = "NVIDIA's SOL-ExecBench leaderboard (live API or a saved snapshot)"
+    about = (
+        "Each kernel of the leaderboard (GET /kernels, /kernels/{id}: its OperationSpec and WorkloadSuite become "
+        "a definition and its workloads) and every page of its submissions (GET /submissions?kernel_id=...: each "
+        "a run, named by its submission id), from the live API or from a snapshot directory of saved answers. "
+        "A record whose fingerprint is stored already is not rebuilt; a bad kernel, page or record is rejected "
+        "with its reason and the rest imported."
+    )
+    examples = (
+        ("--kernel 51 --limit 20 --dry-run", "read kernel 51 and its first 20 submissions from the live API; write nothing"),
+        ("--snapshot data/snapshots/sol-execbench", "the saved answers `serve` imports (a checkout's data/)"),
+        ("", "every kernel and submission of the live API"),
+    )
+    default_base_url = DEFAULT_BASE_URL
     unit = "kernels"
     record_title = "NVIDIA SOL-ExecBench"
     record_prefix = "submission"

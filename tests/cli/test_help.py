@@ -1,5 +1,6 @@
-"""Every verb answers `-h` (the verbs are read from the parser, so a new one is covered), and
-`import` and `export --kind` list their valid values."""
+"""Every verb answers `-h` (the verbs are read from the parser, so a new one is covered),
+`import` and `export --kind` list their valid values, and each source of `import` has a help of
+its own: what it imports, its own options only, and examples."""
 
 import argparse
 
@@ -40,3 +41,25 @@ def test_import_and_export_list_their_values():
     assert "BenchmarkRun" in kernelindex("export", "-h").stdout
     wrong = kernelindex("export", "--kind", "Nope")
     assert wrong.returncode == 2 and "--kind" in wrong.stderr and "BenchmarkRun" in wrong.stderr
+
+
+def test_each_import_source_has_its_own_help():
+    from loaders.sources import loaders
+
+    sources = loaders()
+    helps = {}
+    for source in sources:
+        done = kernelindex("import", source.key, "-h")
+        assert done.returncode == 0, done.stderr
+        text = " ".join(done.stdout.split())
+        helps[source.key] = text
+        assert source.description in text and " ".join(source.about.split()) in text
+        for other in sources:
+            for option in other.options:
+                assert (option.flag in text) == (other is source or option.flag in {o.flag for o in source.options})
+        examples = done.stdout.split("examples:\n", 1)[1].splitlines()
+        assert examples and examples[0].strip().startswith(f"kernelindex import {source.key}")
+    catalog = kernelindex("import", "kernelindex-catalog", "-h").stdout
+    assert "FILE|URL" in catalog and "--snapshot" not in catalog and "examples:" in catalog
+    helps["kernelindex-catalog"] = catalog
+    assert len(set(helps.values())) == len(helps)  # no two print the same text

@@ -64,12 +64,14 @@ def test_unregistered_it_is_unknown():
 
 
 def test_the_command_line_reads_the_registry(registered, capsys):
-    parser = cli.build_parser()
     with pytest.raises(SystemExit):
-        parser.parse_args(["import", "-h"])
+        cli.build_parser().parse_args(["import", "-h"])
     shown = " ".join(capsys.readouterr().out.split())
-    assert KEY in shown and "--shelf" in shown and "sol-execbench" in shown
-    assert "a synthetic source for tests" in shown
+    assert KEY in shown and "sol-execbench" in shown and "a synthetic source for tests" in shown
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["import", KEY, "-h"])
+    own = " ".join(capsys.readouterr().out.split())
+    assert own.startswith(f"usage: kernelindex import {KEY}") and "--shelf" in own and "--kernel" not in own
     assert cli.main(["import", KEY, "--kernel", "51", "--snapshot", "/nowhere"]) == 1
     assert "error: --kernel: only for sol-execbench (dummy-synthetic selects shelves with --shelf)" in capsys.readouterr().err
     assert cli.main(["import", "sol-execbench", "--shelf", "a", "--snapshot", "/nowhere"]) == 1
