@@ -8,6 +8,10 @@ STAMP := $(VENV)/.kernelindex
 # (~5 GB with its nvidia packages), so a host without a GPU takes it from PyTorch's CPU index.
 TORCH_CPU := torch==2.13.0
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+# One request with a 5 s timeout, before pip is told about the index: pip retries an unreachable
+# index 5 times (with PIP_DEFAULT_TIMEOUT each, minutes where packets are dropped). Unreachable:
+# the +cpu build from pip's configured indexes (a mirror, find-links), never the CUDA build.
+TORCH_CPU_INDEX_UP := $(BIN)/python -c "import urllib.request; urllib.request.urlopen('$(TORCH_CPU_INDEX)/torch/', timeout=5).close()" 2>/dev/null
 NPM_CI := npm ci --no-audit --no-fund --silent
 # setuptools warns on every editable install that a folder named like a package may shadow it
 # (here, that is the point): a clean log.
@@ -24,9 +28,12 @@ define install_torch
 	@if $(BIN)/python -c "import torch" 2>/dev/null; then :; \
 	elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
 	  echo "make: an NVIDIA GPU is present: installing the CUDA build of torch"; $(BIN)/pip install -q "torch>=2.5"; \
-	else \
+	elif $(TORCH_CPU_INDEX_UP); then \
 	  echo "make: no NVIDIA GPU: installing the CPU build of torch from $(TORCH_CPU_INDEX)"; \
 	  $(BIN)/pip install -q $(TORCH_CPU) --extra-index-url $(TORCH_CPU_INDEX); \
+	else \
+	  echo "make: no NVIDIA GPU, and $(TORCH_CPU_INDEX) did not answer within 5 s: installing $(TORCH_CPU)+cpu from pip's own indexes"; \
+	  $(BIN)/pip install -q "$(TORCH_CPU)+cpu" || { echo "make: $(TORCH_CPU)+cpu is on none of pip's indexes either: reach $(TORCH_CPU_INDEX) (a proxy: https_proxy), or put the wheel in pip's find-links" >&2; exit 1; }; \
 	fi
 endef
 

@@ -67,6 +67,24 @@ def test_manifests_describe_the_topology_and_their_commands_parse():
     assert mounts == {"/gateway/supergraph.graphql": "supergraph.graphql", "/gateway/gateway.config.mjs": "gateway.config.mjs"}
 
 
+def test_the_gateway_gets_the_health_urls_limits_and_cors_origins_serve_gives_it():
+    """What `serve` sets for Hive Gateway (gateway/stack.py, Settings.gateway_env) is set in the
+    cluster too: readiness through each subgraph's /healthz, the subgraphs' query limits, the CORS
+    origins from the shared ConfigMap."""
+    docs = _documents()
+    containers = _containers(docs)
+    env = {e["name"]: e for e in containers["gateway"]["env"]}
+    assert set(Settings().gateway_env()) | {"KERNELINDEX_HEALTH_URLS", "KERNELINDEX_WEB_URL"} == set(env)
+    assert json.loads(env["KERNELINDEX_QUERY_LIMITS"]["value"]) == Settings().query_limits()
+    services = {d["metadata"]["name"]: d["spec"]["ports"][0]["port"] for d in docs if d["kind"] == "Service"}
+    probes = {name: containers[name]["readinessProbe"]["httpGet"]["path"] for name in ("registry", "benchmarks")}
+    expected = [f"http://{name}:{services[name]}{probes[name]}" for name in ("registry", "benchmarks")]
+    assert env["KERNELINDEX_HEALTH_URLS"]["value"].split(",") == expected
+    ref = env["KERNELINDEX_CORS_ORIGINS"]["valueFrom"]["configMapKeyRef"]
+    config = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == ref["name"])
+    assert config["data"][ref["key"]] == ""  # no cross-origin access unless the operator names origins
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_gateway_config_loads_and_supergraph_composes_for_the_cluster_urls():
     check = (
@@ -82,7 +100,7 @@ def test_gateway_config_loads_and_supergraph_composes_for_the_cluster_urls():
         timeout=60,
     )
     assert loaded.returncode == 0, loaded.stderr
-    # Without KERNELINDEX_QUERY_LIMITS (deploy/ sets none), the gateway's limits are the subgraphs'.
+    # Without KERNELINDEX_QUERY_LIMITS (a gateway started by hand), the gateway's limits are the subgraphs'.
     assert json.loads(loaded.stdout) == {
         "ws": "ws",
         "plugins": 13,
