@@ -19,11 +19,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gateway.stack import READY
 from store.embedded import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
-
-READY = "KernelIndex is ready"
 
 
 @pytest.fixture(scope="module")
