@@ -85,6 +85,22 @@ def test_the_gateway_gets_the_health_urls_limits_and_cors_origins_serve_gives_it
     assert config["data"][ref["key"]] == ""  # no cross-origin access unless the operator names origins
 
 
+def test_the_dockerfile_copies_what_the_wheel_is_built_from():
+    """deploy/Dockerfile runs `pip install .` on what it copied: every path it copies exists, and
+    it copies every package of setup.py, setup.py itself and data/ (kernelindex_data)."""
+    import ast
+
+    copied = set()
+    for line in (DEPLOY / "Dockerfile").read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["COPY"] and not any(w.startswith("--from") for w in words):
+            copied |= set(words[1:-1])
+    assert [path for path in copied if not (ROOT / path).exists()] == []
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    packages = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PACKAGES")
+    assert set(ast.literal_eval(packages)) | {"pyproject.toml", "setup.py", "README.md", "data"} <= copied
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_gateway_config_loads_and_supergraph_composes_for_the_cluster_urls():
     check = (
