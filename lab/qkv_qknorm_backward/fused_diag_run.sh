@@ -16,13 +16,14 @@ mkdir -p /tmp/kbuild && cp -r build/kidx_build/. /tmp/kbuild/
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
 for so in /tmp/kbuild/*/*.so; do echo "$(basename "$so"): $(cuobjdump --list-elf "$so" 2>&1 | grep -oE 'sm_[0-9]+a?' | sort -u | tr '\n' ' ')"; done
 timeout 60 python3 - <<'PY'
+import os
 import torch
 from kernels.ops.qkv_qknorm_backward import ext_fused as e
 from kernels.ops.qkv_qknorm_backward.inputs import make_inputs
 from kernels.ops.qkv_qknorm_backward.reference import reference_fp32
 for b, s in [(1, 131), (2, 1000), (1, 8192)]:
     inp = make_inputs(b, s, seed=1, device="cuda")
-    for mode in ("auto", "v1"):
+    for mode in os.environ.get("SMOKE_MODES", "auto,v1").split(","):
         outs = e.qkv_qknorm_backward(**inp, mode=mode)
         torch.cuda.synchronize()
         ref = reference_fp32(**inp)

@@ -12,7 +12,8 @@ Modes: "auto" (the plan table), "nopdl", a forced plan "c{C}-w{sw}-x{sx}[-xf]" (
 CTAs per dW tile, per dX tile; 1, 2, 4, 8; -xf launches dX first); "v1" (the first version's
 transform: rstd and m loaded from global memory after each stage's wait), "f32" (ĝ = bf16(g·(1+w))
 in fp32 with a conversion instruction, as the definition computes it, where "auto" uses one bf16x2
-FMA: the same except within one bf16 ulp for |w| < 2^-8; csrc) and "diag-notransform"
+FMA: the same except within one bf16 ulp for |w| < 2^-8; csrc), "ct" (each consumer warpgroup
+transforms its own box while its previous wgmma runs) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
 q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
 "diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
@@ -63,8 +64,8 @@ def load(verbose: bool = False):
     return LIBRARY.load(verbose)
 
 
-# flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32) and 4-6 (kFastDiag's parts left out)
-VARIANTS = {"": 0, "v1": 1, "f32": 5, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
+# flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32, kConsumer) and 4-6 (kFastDiag's parts left out)
+VARIANTS = {"": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
             "diag-nosmem": 4 | 4 << 3}
 
 

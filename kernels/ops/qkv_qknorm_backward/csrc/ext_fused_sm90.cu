@@ -70,7 +70,10 @@ constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of
 // product rounded to bf16 whenever that product is exact in fp32, which holds for |w| ≥ 2^-8;
 // else within one bf16 ulp) where kFastF32 (call 2's kFast) computes it in fp32 and rounds with
 // a conversion (16 per clock per SM: the transform's bottleneck, call 3).
-enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5 };
+// kConsumer: each consumer warpgroup transforms the box its own wgmma reads (the same arithmetic
+// as kFast) while its previous k-block's wgmma runs; the transform warpgroup only fills the
+// rstd/m ring (slot = stage, refilled once the consumers release the stage) and arrives `ready`.
+enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6 };
 constexpr int kStamps = 4;
 static_assert(kBM * kBN * 4 <= kStages * kStageBytes, "the partial tile fits in the stages");
 
@@ -415,6 +418,43 @@ __device__ __forceinline__ void transform_kblock(uint8_t* gbox, const uint8_t* x
   }
 }
 
+// kConsumer: one 64×64 box in place by the 128 threads of the consumer warpgroup that reads it;
+// box rows from token s_row0, rstd/m of box row r at rsm[r] / rsm[kBM + r], w (bf16) of the
+// box's columns at wt16. Two rows per thread at a time (the accumulators stay live).
+__device__ __forceinline__ void transform_own_box(uint8_t* gbox, const uint8_t* xbox, const __nv_bfloat16* wt16,
+                                                  const float* rsm, int seq, int s_row0, int t) {
+  const int pch = t & 7;
+  const int r0 = t >> 3;
+  const uint4 w16 = *reinterpret_cast<const uint4*>(wt16 + (pch ^ (r0 & 7)) * 8);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    uint4 g[2], x[2];
+    float rs[2], mm[2];
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int r = r0 + 16 * (2 * h + k);
+      g[k] = *reinterpret_cast<const uint4*>(gbox + r * 128 + pch * 16);
+      x[k] = *reinterpret_cast<const uint4*>(xbox + r * 128 + pch * 16);
+      rs[k] = rsm[r];
+      mm[k] = rsm[kBM + r];
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int r = r0 + 16 * (2 * h + k);
+      float gf[8], xf[8], o[8];
+      unpack8(make_uint4(hfma2_bf16(g[k].x, w16.x, g[k].x), hfma2_bf16(g[k].y, w16.y, g[k].y),
+                         hfma2_bf16(g[k].z, w16.z, g[k].z), hfma2_bf16(g[k].w, w16.w, g[k].w)),
+              gf);
+      unpack8(x[k], xf);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = rs[k] * (gf[e] - mm[k] * xf[e]);
+      if (s_row0 + r < seq)
+        *reinterpret_cast<uint4*>(gbox + r * 128 + pch * 16) =
+            make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
+    }
+  }
+}
+
 // kFastDiag bit 0: the transform's shared-memory traffic without its arithmetic (g and x̂ read,
 // g + x̂ written back; wrong results, timing only).
 __device__ __forceinline__ void copy_kblock(uint8_t* gbox, int t) {
@@ -469,7 +509,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
-      mbar_init(&ready[s], 4);  // lane 0 of each transform warp
+      mbar_init(&ready[s], kVariant == kConsumer ? 128 : 4);  // each transform thread / lane 0 of each transform warp
       mbar_init(&empty[s], 8);  // lane 0 of each consumer warp
     }
     fence_barrier_init();
@@ -548,7 +588,43 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   if (warp < 8) {
     // -------------------------------------------------------------- transform warpgroup
     const int t = threadIdx.x - 128;
-    if (kVariant == kFast || kVariant == kFastDiag || kVariant == kFastF32) {
+    if (kVariant == kConsumer) {
+      auto issue = [&](int i, int stage) {  // rstd, m of the rows of local k-block i into slot `stage`
+        const int kb = w.kb0 + i;
+        if (i < nkb && kb_head(kb) < 5 && t < (w.is_w ? kBK : kBM)) {
+          const int head = kb_head(kb);
+          const int b = w.is_w ? kb / p.nkbs : xb;
+          const int s = (w.is_w ? (kb - b * p.nkbs) * kBK : xs0) + t;
+          if (s < p.seq) {
+            const long long base = head < 4 ? (static_cast<long long>(b) * 4 + head) * p.seq
+                                            : static_cast<long long>(b) * p.seq;
+            const float* rstd = head < 4 ? p.rq : p.rk;
+            const float* mrow = p.m + (head < 4 ? 0 : 4LL * p.tokens);
+            const uint32_t slot = smem_u32(rsm_ring + stage * 2 * kBM);
+            cp_async4(slot + t * 4, rstd + base + s);
+            cp_async4(slot + (kBM + t) * 4, mrow + base + s);
+          }
+        }
+        cp_async_commit();
+      };
+      const bool any_norm = nkb > 0 && (w.is_w ? (m0 >> 8) < 5 : w.kb0 < 20);
+      if (any_norm) pdl_wait();  // m comes from the stats kernel
+      RingPos<kStages> pos, jpos;
+#pragma unroll
+      for (int j = 0; j < kPrefetch; ++j) {  // the first round's stages are free
+        issue(j, jpos.stage);
+        jpos.advance();
+      }
+      for (int i = 0; i < nkb; ++i) {
+        cp_async_wait<kPrefetch - 1>();  // this thread's rows of k-block i landed
+        mbar_arrive(&ready[pos.stage]);  // release: the consumers' wait acquires them
+        if (i + kPrefetch < nkb) mbar_wait(&empty[jpos.stage], jpos.phase ^ 1);
+        issue(i + kPrefetch, jpos.stage);
+        pos.advance();
+        jpos.advance();
+      }
+      cp_async_wait<0>();
+    } else if (kVariant == kFast || kVariant == kFastDiag || kVariant == kFastF32) {
       constexpr bool kH = kVariant != kFastF32;
       const int diag = kVariant == kFastDiag ? p.diag : 0;
       // k-block kb's rows: dW tokens s0 .. s0+63 of batch b (both boxes); dX the tile's 128 positions
@@ -653,7 +729,39 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   const int wg = (threadIdx.x >> 7) - 2;  // 0 or 1
   const int ctid = threadIdx.x - 256;     // 0..255
   float acc[64];
-  if (nkb > 0) {
+  if (kVariant == kConsumer && nkb > 0) {
+    const int t = ctid - wg * 128;
+    RingPos<kStages> pos;
+    int prev = -1;
+    for (int kb = w.kb0; kb < w.kb1; ++kb) {
+      mbar_wait(&full[pos.stage], pos.phase);
+      mbar_wait(&ready[pos.stage], pos.phase);
+      const int head = kb_head(kb);
+      if (head < 5) {
+        const float* rsm = rsm_ring + pos.stage * 2 * kBM;
+        const __nv_bfloat16* wt16 = wtab16 + (head < 4 ? 0 : kD);
+        uint8_t* gbox = sa(pos.stage) + wg * kBoxBytes;
+        const uint8_t* xbox = sx(pos.stage) + wg * kBoxBytes;
+        if (w.is_w) {  // box wg: dims (m0 & 255) + 64·wg of all 64 tokens s0..
+          const int b = kb / p.nkbs;
+          transform_own_box(gbox, xbox, wt16 + (m0 & 255) + 64 * wg, rsm, p.seq, (kb - b * p.nkbs) * kBK, t);
+        } else {  // box wg: positions xs0 + 64·wg.., dims (kb & 3)·64
+          transform_own_box(gbox, xbox, wt16 + (kb & 3) * kBK, rsm + 64 * wg, p.seq, xs0 + 64 * wg, t);
+        }
+        fence_proxy_async_shared();
+        named_barrier_sync(4 + wg, 128);
+      }
+      wgmma_fence();
+      if (w.is_w) mma_kblock<1>(acc, smem_u32(sa(pos.stage)) + wg * kBoxBytes, smem_u32(sb(pos.stage)), kb == w.kb0);
+      else mma_kblock<0>(acc, smem_u32(sa(pos.stage)) + wg * kBoxBytes, smem_u32(sb(pos.stage)), kb == w.kb0);
+      wgmma_commit();
+      wgmma_wait<1>();
+      if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+      prev = pos.stage;
+      pos.advance();
+    }
+    wgmma_wait<0>();
+  } else if (nkb > 0) {
     if (w.is_w) mainloop<1>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb);
     else mainloop<0>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb);
   } else {
@@ -815,7 +923,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 7 q_norm_weight 8 k_norm_weight 9 q_rstd 10 k_rstd 11 q_normed 12 k_normed 13 grad_hidden
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
-// 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32; bits 4-6 Params::diag) [29 timeline [grid][4] u64 or 0]
+// 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer; bits 4-6 Params::diag) [29 timeline [grid][4] u64 or 0]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
   if (n < 29) return kErrArguments;
@@ -887,12 +995,13 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
   const int variant = (flags >> 1) & 7;
-  if (variant > kFastF32) return kErrArguments;
+  if (variant > kConsumer) return kErrArguments;
   auto kfn = variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
               : variant == kNoX         ? fused_gemm_kernel<kNoX>
               : variant == kFastDiag    ? fused_gemm_kernel<kFastDiag>
               : variant == kFastF32     ? fused_gemm_kernel<kFastF32>
+              : variant == kConsumer    ? fused_gemm_kernel<kConsumer>
                                         : fused_gemm_kernel<kFast>;
   const void* kernel = reinterpret_cast<const void*>(kfn);
   err = allow_dynamic_smem(kernel, kSmemBytes);
