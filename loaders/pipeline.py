@@ -9,8 +9,11 @@ command line (`kernelindex import SOURCE`), `serve`'s start-up data and the docs
 registry. The pipeline is the only part of an import that holds the database: the source reads
 and parses its responses, the pipeline looks up which records' current runs carry the same
 fingerprint (those are `unchanged` without being built), has the source normalize the others,
-and writes each batch — source snapshots first, then the runs through `store.publish.publish_many`
-(all-or-nothing per run, idempotent, superseding a changed record's current run). Batches close
+and writes each batch — source snapshots first, then the runs: a loader's `FormatBundle`s (the
+v1alpha1 format) through the format's one write path (loaders/common/format_plan.py
+`plan_bundles`, then `store.catalog.write_plan`: cohorts keyed as the seed system keys them, one
+transaction per batch of cohorts, a changed record's new run superseding its current run), and the
+older dialect's `RunManifests` through `store.publish.publish_many`; both idempotent. Batches close
 at record-group boundaries (a kernel, a board) once they hold `batch_size` runs, so a comparison
 group is re-ranked once. A bad unit, page or record is reported and the rest goes on; a source
 that stops answering (`SourceUnreachable`) ends the import after what was read whole is kept.
@@ -29,10 +32,11 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from loaders.common.format_plan import bundle_problems, plan_bundles
 from loaders.common.http import Response, SourceUnreachable
 from loaders.common.progress import import_progress
 from loaders.common.report import ImportReport, timed_import
-from loaders.common.source import RecordGroup, Rejected, RunManifests, Skipped, SourceLoader
+from loaders.common.source import FormatBundle, RecordGroup, Rejected, RunManifests, Skipped, SourceLoader
 from loaders.kernelindex_catalog.cli import CatalogReport, print_report
 from loaders.kernelindex_catalog.discover import locate
 from loaders.kernelindex_catalog.fetch import CatalogRefused, fetch
@@ -42,7 +46,7 @@ from loaders.kernelindex_catalog.publish import plan_write
 from loaders.sources import get
 from registry.digest import sha256_digest
 from store.bundle import Bundle
-from store.catalog import imported, write_catalog
+from store.catalog import imported, write_plan
 from store.client import Database
 from store.publish import publish_many
 from store.snapshots import save_snapshots
@@ -54,7 +58,7 @@ class Batch:
     """Responses and runs written together (snapshots first)."""
 
     responses: list[Response] = field(default_factory=list)
-    runs: list[RunManifests] = field(default_factory=list)
+    runs: list[FormatBundle | RunManifests] = field(default_factory=list)
 
 
 def _bundle(item: RunManifests) -> Bundle:
@@ -100,7 +104,11 @@ class _Import:
                     report.unchanged += 1
                 else:
                     try:
-                        self.batch.runs.append(loader.normalize(record))
+                        item = loader.normalize(record)
+                        problems = bundle_problems(item) if isinstance(item, FormatBundle) else []
+                        if problems:
+                            raise Rejected("; ".join(problems))
+                        self.batch.runs.append(item)
                     except Rejected as error:
                         report.reject(record.label, str(error))
                         continue
@@ -123,8 +131,12 @@ class _Import:
         report.snapshots_saved += await save_snapshots(self.db, source=self.loader.key, responses=responses)
         report.phase_seconds["write snapshots"] += time.perf_counter() - started
         started = time.perf_counter()
-        if batch.runs:
-            bundles = [_bundle(item) for item in batch.runs]
+        formatted = [item for item in batch.runs if isinstance(item, FormatBundle)]
+        if formatted:
+            await self.write_format(formatted)
+        older = [item for item in batch.runs if not isinstance(item, FormatBundle)]
+        if older:
+            bundles = [_bundle(item) for item in older]
             outcomes = await publish_many(self.db, bundles)
             for outcome in outcomes:
                 setattr(report, outcome.status, getattr(report, outcome.status) + 1)
@@ -134,6 +146,19 @@ class _Import:
                 self.db, {o.run_digest: b.source_record for o, b in zip(outcomes, bundles) if o.status == "unchanged" and b.source_record}
             )
         report.phase_seconds["publish_many"] += time.perf_counter() - started
+
+    async def write_format(self, bundles: list[FormatBundle]) -> None:
+        """The format's write path: one plan for the batch, written by store.catalog.write_plan."""
+        report = self.report
+        plan = plan_bundles(bundles, datetime.now(UTC))
+        outcome = await write_plan(self.db, plan, datetime.now(UTC))
+        for doc in plan.runs:
+            digest = doc["_id"]
+            status = "unchanged" if digest in outcome.stored else "superseded" if digest in outcome.superseded else "new"
+            setattr(report, status, getattr(report, status) + 1)
+        # A run found stored (written by another path, or the loader's code changed) gets this
+        # record's fingerprint, so the next import skips it without building it.
+        await remember(self.db, {d["_id"]: d["sourceRecord"] for d in plan.runs if d["_id"] in outcome.stored and d.get("sourceRecord")})
 
 
 def _loader(source: str | SourceLoader) -> SourceLoader:
@@ -276,7 +301,7 @@ async def run_catalog_import(
         plan = plan_write(catalog, fetched, datetime.now(UTC))
         step("prepare documents", "write" if not dry_run else "dry run: nothing written")
         if not dry_run:
-            report.outcome = await write_catalog(db, plan, datetime.now(UTC))
+            report.outcome = await write_plan(db, plan, datetime.now(UTC))
         step("write", "done")
     report.seconds = time.perf_counter() - started
     return report

@@ -25,3 +25,16 @@ def source_title(key: str) -> str:
 def external_reference(key: str, external_id: str) -> str:
     prefix = SOURCES[key].record_prefix if key in SOURCES else "record"
     return f"{prefix}/{external_id}"
+
+
+# What we know about how a harness version measures, beyond what its protocol manifest says
+# (harness name, version → note). Shown with every protocol of that harness version, whichever
+# dialect or path stored it: a manifest's digest is the seed system's and cannot carry it.
+HARNESS_NOTES = {
+    ("SOL-ExecBench evaluation stack", "v1.1"): "stack v1.1 computes the median of CUPTI spans although the documentation says mean",
+}
+
+
+def harness_notes(name: str, version: str) -> list[str]:
+    note = HARNESS_NOTES.get((name, version))
+    return [note] if note else []

@@ -1,7 +1,8 @@
-"""Writing a verified catalog export (loaders/kernelindex_catalog/) in few round trips.
+"""The write path of the v1alpha1 format: a plan of documents (loaders/common/format_plan.py
+`WritePlan`, from a verified catalog export or from a source's `FormatBundle`s) in few round trips.
 
 The loader hands over documents ready to store; this module decides what is new, reconciles
-source records, ranks each touched cohort and writes:
+or supersedes source records, ranks each touched cohort and writes:
 
 1. the immutable objects (definitions, workloads, implementations, protocols, environments,
    projects, artifacts, serving objects): only those not stored yet; a stored one that lacks
@@ -13,9 +14,12 @@ source records, ranks each touched cohort and writes:
 3. last, the import's own record in `catalog_imports` (file, sha256, counts, sources and their
    licences): `serve` skips an export whose record is there.
 
-Source records are reconciled: a run whose (source, externalId) is already held in its cohort by
-a current run with another digest (e.g. our SOL-ExecBench importer's run of the same submission) is not
-written; the report names it. The same digest is the same run (one document, both provenances).
+Source records are reconciled (a catalog plan): a run whose (source, externalId) is already held
+in its cohort by a current run with another digest (e.g. our SOL-ExecBench importer's run of the
+same submission) is not written; the report names it. Or superseded (a source's plan,
+`plan.supersede`): the new run of a corrected record supersedes the record's current run, which is
+kept (`current: false`, `supersededBy`), in the same transaction as the new run, and both cohorts
+are re-ranked there. The same digest is the same run (one document, both provenances).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from registry.ranking import Entry, RankRule, leader, rank_entries
-from store import events
+from store import events, records
 from store.chunks import chunked
 from store.group_members import UNRANKED_ORDER, current_members, rank_order
 from store.publish import insert_ignoring_duplicates
@@ -54,6 +58,8 @@ class WriteOutcome:
     runs_new: int = 0
     runs_unchanged: int = 0
     reconciled: list[tuple[str, str, str, str]] = field(default_factory=list)  # (source, externalId, ours, theirs)
+    superseded: dict[str, str] = field(default_factory=dict)  # new run → the run it superseded
+    stored: set[str] = field(default_factory=set)  # runs of the plan found stored already (unchanged)
     groups_touched: int = 0
     history_new: int = 0
     seconds: dict[str, float] = field(default_factory=dict)  # where the time went, by step
@@ -108,11 +114,12 @@ async def _lacking_provenance(db: AsyncDatabase, collection: str, ids: set[str],
     return await _ids_in(db, collection, ids, {f"{PROVENANCE}.export.sha256": {"$ne": key}})
 
 
-async def write_catalog(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOutcome:
-    """Write a loader's plan (loaders/kernelindex_catalog/publish.py `CatalogPlan`): its
-    `export_sha256`; `objects` (collection → documents with `_id`); `runs` (run documents
-    without seq, rank or current: set here); `groups` (cohort key → group document); `history`
-    (cohort key → record events); `import_record`. Every document carries its `provenance`."""
+async def write_plan(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOutcome:
+    """Write a loader's plan (loaders/common/format_plan.py `WritePlan`): its `export_sha256`
+    (the export every document's `provenance` names, or None); `objects` (collection → documents
+    with `_id`); `runs` (run documents without seq, rank or current: set here); `groups` (cohort
+    key → group document); `history` (cohort key → record events); `import_record` (or None);
+    `supersede` (module docstring)."""
     outcome = WriteOutcome()
     key = plan.export_sha256
     # 1. Immutable objects. Few collections have many documents; `$in` chunks of 500 keep
@@ -125,8 +132,9 @@ async def write_catalog(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOut
         await insert_ignoring_duplicates(db[collection], missing)
         outcome.new[collection] = len(missing)
         outcome.unchanged[collection] = len(present)
-        lacking = await _lacking_provenance(db, collection, present, key)
-        outcome.provenance_added += await _add_provenance(db, collection, [d for d in docs if d["_id"] in lacking], key)
+        if key is not None:
+            lacking = await _lacking_provenance(db, collection, present, key)
+            outcome.provenance_added += await _add_provenance(db, collection, [d for d in docs if d["_id"] in lacking], key)
         outcome.seconds[collection] = time.perf_counter() - started
     started = time.perf_counter()
 
@@ -134,18 +142,33 @@ async def write_catalog(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOut
     by_digest = {doc["_id"]: doc for doc in plan.runs}
     stored = await _ids_in(db, "runs", by_digest)
     outcome.runs_unchanged = len(stored)
-    lacking = await _lacking_provenance(db, "runs", stored, key)
-    outcome.provenance_added += await _add_provenance(db, "runs", [by_digest[d] for d in lacking], key)
+    outcome.stored = stored
+    if key is not None:
+        lacking = await _lacking_provenance(db, "runs", stored, key)
+        outcome.provenance_added += await _add_provenance(db, "runs", [by_digest[d] for d in lacking], key)
     fresh = [doc for digest, doc in by_digest.items() if digest not in stored]
     held = await _current_by_source_record(db, [(d["source"], d["externalId"]) for d in fresh if "externalId" in d])
     in_export: dict[tuple[str, str], int] = {}
+    latest_of: dict[tuple[str, str], dict[str, Any]] = {(doc["source"], doc["externalId"]): doc for doc in fresh if "externalId" in doc}
     for doc in plan.runs:
         if "externalId" in doc:
             in_export[(doc["source"], doc["externalId"])] = in_export.get((doc["source"], doc["externalId"]), 0) + 1
     kept = []
+    leaving: dict[str, str] = {}  # superseded run → its cohort
     for doc in fresh:
         record = (doc["source"], doc.get("externalId"))
         holders = held.get(record, {})
+        if plan.supersede:
+            if "externalId" in doc:
+                latest = latest_of.get(record)
+                if latest is not None and latest is not doc:
+                    continue  # the same record twice in one plan: its last run is the record
+                for group_key, old in holders.items():
+                    doc["supersedes"] = old
+                    outcome.superseded[doc["_id"]] = old
+                    leaving[old] = group_key
+            kept.append(doc)
+            continue
         ours = holders.get(doc["groupKey"])
         if ours is None and len(holders) == 1 and in_export.get(record) == 1:
             # A record that is one run on both sides (a SOL-ExecBench submission) is one run even
@@ -164,26 +187,30 @@ async def write_catalog(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOut
     history_ids = {e["_id"] for events_ in plan.history.values() for e in events_}
     history_present = await _ids_in(db, HISTORY, history_ids)
     history_new = {k: [e for e in v if e["_id"] not in history_present] for k, v in plan.history.items()}
-    touched = sorted(set(by_group) | {k for k, v in history_new.items() if v})
+    touched = sorted(set(by_group) | {k for k, v in history_new.items() if v} | set(leaving.values()))
     outcome.groups_touched = len(by_group)
     outcome.history_new = sum(len(v) for v in history_new.values())
 
     outcome.seconds["runs: what is stored"] = time.perf_counter() - started
     started = time.perf_counter()
+    # A supersession's two cohorts are written in one transaction: the cohorts linked by one go
+    # first, together.
+    linked = sorted({leaving[old] for old in leaving} | {doc["groupKey"] for doc in kept if "supersedes" in doc})
+    touched = linked + [k for k in touched if k not in set(linked)]
     batch: list[str] = []
     size = 0
-    for group_key in touched:
+    for position, group_key in enumerate(touched):
         batch.append(group_key)
         size += len(by_group.get(group_key, ()))
-        if size >= RUNS_PER_TRANSACTION:
-            await _write_groups(db, plan, batch, by_group, history_new, now)
+        if size >= RUNS_PER_TRANSACTION and position >= len(linked) - 1:
+            await _write_groups(db, plan, batch, by_group, history_new, now, leaving)
             batch, size = [], 0
     if batch:
-        await _write_groups(db, plan, batch, by_group, history_new, now)
+        await _write_groups(db, plan, batch, by_group, history_new, now, leaving)
 
     outcome.seconds["runs, cohorts, history (transactions)"] = time.perf_counter() - started
     # 3. The import's record, last: its presence means everything above is stored.
-    if await db[IMPORTS].find_one({"_id": key}, {"_id": 1}) is None:
+    if plan.import_record is not None and await db[IMPORTS].find_one({"_id": key}, {"_id": 1}) is None:
         await db[IMPORTS].insert_one({"_id": key, **plan.import_record, "importedAt": now})
     return outcome
 
@@ -209,6 +236,7 @@ async def _write_groups(
     by_group: dict[str, list[dict[str, Any]]],
     history: dict[str, list[dict[str, Any]]],
     now: datetime,
+    leaving: dict[str, str],
 ) -> None:
     async def work(session: AsyncClientSession) -> None:
         # Everything decided here is read inside the transaction (a retry starts over).
@@ -217,11 +245,13 @@ async def _write_groups(
         for chunk in chunked(group_keys, 500):
             query = {"groupKey": {"$in": chunk}, "current": True}
             async for doc in db.runs.find(query, {"_id": 1, "groupKey": 1, "rank": 1, "rankValue": 1, "rankNoise": 1}, session=session):
-                members.setdefault(doc["groupKey"], []).append(doc)
+                if doc["_id"] not in leaving:  # superseded in this write
+                    members.setdefault(doc["groupKey"], []).append(doc)
         arriving = [dict(doc) for key in group_keys for doc in by_group.get(key, ())]
         first_seq = await events.reserve(db, len(arriving) + len(group_keys), session) if arriving or group_keys else 0
         seq = first_seq
-        new_groups, group_updates, rank_updates, event_docs = [], [], [], []
+        new_groups, group_updates, rank_updates, event_docs, record_docs = [], [], [], [], []
+        superseded_here = {old for old in leaving if leaving[old] in group_keys}
         for doc in arriving:
             doc.update(seq=seq, current=True, storedAt=now)
             seq += 1
@@ -263,6 +293,7 @@ async def _write_groups(
                         definitionDigest=doc["definitionDigest"],
                         gpu=doc["gpu"],
                         source=doc["source"],
+                        **({"supersedes": doc["supersedes"]} if doc.get("supersedes") else {}),
                     )
                 )
             event_docs.append(
@@ -278,9 +309,23 @@ async def _write_groups(
                     size=size,
                 )
             )
+            if new_leader != old_leader and not plan.history:
+                # A source's own plan: our record history, as store.groups.apply keeps it (a
+                # catalog plan brings the seed system's).
+                cause = records.cause_of(old_leader, new_leader, incoming, superseded_here)
+                record_docs.append(records.record_document(group, seq=seq, at=now, cause=cause, run=new_leader, previous=old_leader))
             seq += 1
         if new_groups:
             await db.comparison_groups.insert_many(new_groups, ordered=False, session=session)
+        # Step superseded runs aside before their successors arrive: the partial unique index
+        # admits one current run per source record.
+        for doc in arriving:
+            if doc.get("supersedes"):
+                await db.runs.update_one(
+                    {"_id": doc["supersedes"], "current": True},
+                    {"$set": {"current": False, "supersededBy": doc["_id"], "rank": None, "rankOrder": UNRANKED_ORDER}},
+                    session=session,
+                )
         if arriving:
             await db.runs.insert_many(arriving, ordered=False, session=session)
         if rank_updates:
@@ -291,6 +336,8 @@ async def _write_groups(
             await db[HISTORY].insert_many(entries, ordered=False, session=session)
         if event_docs:
             await db.events.insert_many(event_docs, ordered=False, session=session)
+        if record_docs:
+            await db.records.insert_many(record_docs, ordered=False, session=session)
 
     await in_transaction(db, work)
 

@@ -189,11 +189,13 @@ async def related_definitions(db: AsyncDatabase, *, digest: str, name: str, name
 
     One indexed find per way of being related, not one `$or`: SecantusDB 0.7 plans an `$or` as a
     collection scan of every definition (120-300 ms with the bundled catalog's 451 on the shared
-    machine), while each branch alone walks its index (`name`, `_id`, `relation_benchmark`,
+    machine), while each branch alone walks its index (`name`, `metadata_title`, `_id`, `relation_benchmark`,
     `relation_digest`: store/schema.py)."""
     branches: list[dict[str, Any]] = [{"spec.relations.benchmark": name}, {"spec.relations.definitionDigest": digest}]
     if names:
         branches.append({"spec.name": {"$in": names}})
+        # A v1alpha1 OperationSpec has no spec.name: SOL-ExecBench's benchmark name is its title.
+        branches.append({"metadata.title": {"$in": names}})
     if digests:
         branches.append({"_id": {"$in": digests}})
     found: dict[str, Doc] = {}

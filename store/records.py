@@ -41,24 +41,25 @@ def cause_of(old: str | None, new: str | None, arriving: list[Doc], leaving: set
     return "new_run"
 
 
+def record_document(group: Doc, *, seq: int, at: datetime, cause: str, run: str | None, previous: str | None) -> Doc:
+    return {
+        "_id": f"{group['_id']}:{seq}",
+        "groupKey": group["_id"],
+        "definitionDigest": group["definitionDigest"],
+        "gpu": group["gpu"],
+        "title": group.get("title", ""),
+        "seq": seq,
+        "at": at,
+        "cause": cause,
+        "runDigest": run,
+        "previousDigest": previous,
+    }
+
+
 async def append(
     db: AsyncDatabase, group: Doc, *, seq: int, at: datetime, cause: str, run: str | None, previous: str | None, session: AsyncClientSession
 ) -> None:
-    await db.records.insert_one(
-        {
-            "_id": f"{group['_id']}:{seq}",
-            "groupKey": group["_id"],
-            "definitionDigest": group["definitionDigest"],
-            "gpu": group["gpu"],
-            "title": group.get("title", ""),
-            "seq": seq,
-            "at": at,
-            "cause": cause,
-            "runDigest": run,
-            "previousDigest": previous,
-        },
-        session=session,
-    )
+    await db.records.insert_one(record_document(group, seq=seq, at=at, cause=cause, run=run, previous=previous), session=session)
 
 
 async def group_records(db: AsyncDatabase, group_key: str) -> list[Doc]:

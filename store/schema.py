@@ -180,6 +180,9 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("spec.name", ASCENDING)], name="name"),
         # The catalog's (v1alpha1) operations have no spec.name: definition(name:) finds them by this.
         IndexModel([("metadata.name", ASCENDING)], name="metadata_name"),
+        # A SOL-ExecBench operation in the format is titled by its benchmark name, which our
+        # definitions' relations name (store.queries.related_definitions).
+        IndexModel([("metadata.title", ASCENDING)], name="metadata_title"),
         # An operation page's related definitions: those that name this one (SecantusDB plans an
         # `$or` as a collection scan, so store.queries.related_definitions asks each branch alone).
         IndexModel([("spec.relations.benchmark", ASCENDING)], name="relation_benchmark"),

@@ -12,7 +12,11 @@ A source lives in its own folder (`loaders/<name>/`) with a `loader.py` holding 
   back the records ready to be built (`RecordGroup`s, each with the one definition of its runs);
 - `finish(found, report)` — record groups only known once every unit is read (e.g. the best
   submission per user across configs);
-- `normalize(record)` — a record as `RunManifests`, or `Rejected` / `Skipped` with the reason.
+- `normalize(record)` — a record as a `FormatBundle` (the KernelIndex v1alpha1 format: the pipeline
+  writes it through the format's one write path, loaders/common/format_plan.py and
+  store.catalog.write_plan, keyed by its seed-style cohort) or, for a source not yet converted, as
+  `RunManifests` (our older dialect, published by store.publish); or `Rejected` / `Skipped` with
+  the reason.
 
 A loader never holds the database: `parse`, `groups` and `normalize` are pure (no I/O; they may
 count into the in-memory report), and the pipeline alone reads the stored fingerprints (which
@@ -31,6 +35,7 @@ from rich.console import Console
 
 from loaders.common.http import FetchError, Response
 from loaders.common.report import ImportReport
+from registry.format import FormatManifest
 from registry.manifests import Manifest
 
 
@@ -106,6 +111,32 @@ class RunManifests:
     source_record: str | None = None
 
 
+@dataclass(frozen=True)
+class FormatBundle:
+    """One run in the KernelIndex v1alpha1 format with every object it references, each already
+    validated (`registry.format.make_format_manifest` / `parse_format_manifest`): what a loader's
+    `normalize` returns and the pipeline writes. The run names `workload` (a WorkloadCase or
+    WorkloadSuite), `implementation`, `protocol` and `environment` by digest; `operation` is the
+    workload's OperationSpec; `cases` are a suite's WorkloadCases (stored too); `project` the
+    implementation's SoftwareProject, if any. Beside the manifests (never in them, so the digests
+    stay the seed system's): `source` (the loader's key, for a run without sourceNative),
+    `source_record` (the record's fingerprint, loaders/common/source_records.py),
+    `source_snapshot` (sha256 of the response it was read from), `project_name` (display)."""
+
+    run: FormatManifest
+    operation: FormatManifest
+    workload: FormatManifest
+    implementation: FormatManifest
+    protocol: FormatManifest
+    environment: FormatManifest
+    cases: tuple[FormatManifest, ...] = ()
+    project: FormatManifest | None = None
+    source: str | None = None
+    source_record: str | None = None
+    source_snapshot: str | None = None
+    project_name: str | None = None
+
+
 class UnitReader:
     """One unit's reading: the pipeline iterates `fetch`, hands each good response to `parse`,
     then takes `groups()`; after a `SourceUnreachable` it still takes `groups()` (whole records
@@ -166,7 +197,7 @@ class SourceLoader:
     def finish(self, found: Discovery, report: ImportReport) -> Sequence[RecordGroup]:
         return ()
 
-    def normalize(self, record: Record) -> RunManifests:
+    def normalize(self, record: Record) -> FormatBundle | RunManifests:
         raise NotImplementedError
 
     def counted(self, report: ImportReport, record: Record) -> None:

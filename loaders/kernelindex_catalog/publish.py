@@ -1,4 +1,4 @@
-"""From a verified catalog to the documents `store.catalog.write_catalog` stores.
+"""From a verified catalog to the documents `store.catalog.write_plan` stores.
 
 Every document keeps its manifest exactly as exported (so its digest is the export's) and, beside
 it, its `provenance`: the export (file, sha256, size, when it was generated, where it was read)
@@ -9,32 +9,20 @@ export row's own fields (`catalog`: ids, keys, primary value, ...) and its measu
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from loaders.common.format_plan import WritePlan, group_document, rank_rule, rank_value, stored_status
+from loaders.common.format_plan import manifest_fields as _manifest_fields
 from loaders.kernelindex_catalog.fetch import Fetched
 from loaders.kernelindex_catalog.normalize import RUN_PARTS, Catalog
 from registry.digest import digest_of
 from registry.digest_check import identity
-from registry.ranking import GEOMEAN, GPUMODE_FAMILY, SOL_EXECBENCH_FAMILY, RankRule
 
 PROVENANCE = "provenance"  # the field beside each manifest (store/catalog.py reads it by this name)
 
 
-@dataclass
-class CatalogPlan:
-    """What one export writes (store.catalog.write_catalog): `objects`: collection → documents
-    with `_id`; `runs`: run documents (seq, rank and current are set when written); `groups`:
-    cohort key → group document; `history`: cohort key → record events; `import_record`: the
-    import's own record. Every document carries its `provenance` list."""
-
-    export_sha256: str
-    objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
-    history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    import_record: dict[str, Any] = field(default_factory=dict)
+CatalogPlan = WritePlan  # the catalog's plan is the format's one write plan (loaders/common/format_plan.py)
 
 
 # What the export's `sources` rows leave unsaid (SOL-ExecBench's row has no policy): from the
@@ -74,56 +62,6 @@ def source_record(row: dict[str, Any]) -> dict[str, Any]:
         if value:
             record[key] = value
     return record
-
-
-def _manifest_fields(manifest: dict[str, Any]) -> dict[str, Any]:
-    return {k: manifest[k] for k in ("apiVersion", "kind", "metadata", "spec")}
-
-
-def rank_rule(protocol_spec: dict[str, Any]) -> RankRule:
-    """Our ranking rules (registry/ranking.py), by the protocol's comparability family."""
-    family = (protocol_spec.get("comparability") or {}).get("family")
-    statistic = (protocol_spec.get("measurement") or {}).get("primaryStatistic") or "value"
-    if family == SOL_EXECBENCH_FAMILY:
-        return RankRule(metric="sol_score", order="desc", noise_aware=False)
-    if family == GPUMODE_FAMILY:
-        samples = statistic == GEOMEAN
-        return RankRule(metric=statistic, order="asc", noise_aware=samples, ci_overlap=samples)
-    return RankRule(metric=statistic, order="asc", noise_aware=True)
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def rank_value(rule: RankRule, row: dict[str, Any]) -> tuple[float | None, float]:
-    """(value, noise) a run is ranked by; (None, 0) when it is not ranked (not passed, no value)."""
-    if row.get("status") != "passed":
-        return None, 0.0
-    spec = row["manifest"]["run"]["spec"]
-    if rule.metric == "sol_score":
-        return _number(((spec.get("sourceNative") or {}).get("metrics") or {}).get("sol_score")), 0.0
-    value = _number(row.get("primaryValue"))
-    if value is None:
-        return None, 0.0
-    low, high = _number(row.get("uncertaintyLow")), _number(row.get("uncertaintyHigh"))
-    noise = (high - low) / 2 if low is not None and high is not None and high >= low else 0.0
-    return value, noise
-
-
-def _status(value: str) -> str:
-    # Our stored `status` (store/schema.py) is passed / failed / ...; the export's compile_error and
-    # runtime_error are failures (the manifest keeps the exact status).
-    return value if value in ("passed", "incorrect", "failed", "disqualified", "pending", "cancelled") else "failed"
-
-
-def group_title(protocol_spec: dict[str, Any], product: str) -> str:
-    harness = protocol_spec.get("harness") or {}
-    gpu = product.removeprefix("NVIDIA ")
-    version = (protocol_spec.get("comparability") or {}).get("version") or harness.get("version")
-    if (protocol_spec.get("comparability") or {}).get("family") == SOL_EXECBENCH_FAMILY:
-        return f"SOL-ExecBench {version} · {gpu}" if version else f"SOL-ExecBench · {gpu}"
-    return " ".join(part for part in (harness.get("name"), version) if part) + f" · {gpu}"
 
 
 def plan_write(catalog: Catalog, fetched: Fetched, now: datetime) -> CatalogPlan:
@@ -245,7 +183,14 @@ def plan_write(catalog: Catalog, fetched: Fetched, now: datetime) -> CatalogPlan
         product = row.get("hardwareModel") or hardware.get("product") or "unknown GPU"
         key = row["comparisonKey"]
         rule = rank_rule(protocol["spec"])
-        value, noise = rank_value(rule, row)
+        value, noise = rank_value(
+            rule,
+            status=row.get("status"),
+            run_spec=spec,
+            primary=row.get("primaryValue"),
+            low=row.get("uncertaintyLow"),
+            high=row.get("uncertaintyHigh"),
+        )
         native = spec.get("sourceNative") or {}
         doc = {
             "_id": row["runDigest"],
@@ -253,7 +198,7 @@ def plan_write(catalog: Catalog, fetched: Fetched, now: datetime) -> CatalogPlan
             "definitionDigest": definition,
             "groupKey": key,
             "gpu": product,
-            "status": _status(row.get("status") or spec.get("status")),
+            "status": stored_status(row.get("status") or spec.get("status")),
             "rankValue": value,
             "rankNoise": noise,
             "verifiedBy": [],
@@ -267,21 +212,15 @@ def plan_write(catalog: Catalog, fetched: Fetched, now: datetime) -> CatalogPlan
             doc["externalId"] = native["externalId"]
         plan.runs.append(doc)
         if key not in plan.groups:
-            comparability = protocol["spec"].get("comparability") or {}
-            harness = protocol["spec"].get("harness") or {}
-            plan.groups[key] = {
-                "definitionDigest": definition,
-                "workloadDigest": spec["workloadDigest"],
-                "protocolDigest": spec["protocolDigest"],
-                "environmentDigest": spec["environmentDigest"],
-                "family": comparability.get("family") or "unspecified",
-                "familyVersion": comparability.get("version") or harness.get("version") or "unversioned",
-                "gpu": {"product": product, "architecture": row.get("hardwareArchitecture") or hardware.get("architecture") or "unknown"},
-                "rankRule": asdict(rule),
-                "title": group_title(protocol["spec"], product),
-                "cohort": {k: row[k] for k in ("protocolKey", "environmentKey", "correctnessKey")},
-                "source": native.get("source"),
-            }
+            plan.groups[key] = group_document(
+                definition=definition,
+                run_spec=spec,
+                protocol_spec=protocol["spec"],
+                product=product,
+                architecture=row.get("hardwareArchitecture") or hardware.get("architecture") or "unknown",
+                cohort={k: row[k] for k in ("protocolKey", "environmentKey", "correctnessKey")},
+                source=native.get("source"),
+            )
     objects["protocols"] = list(protocols.values())
     objects["environments"] = list(environments.values())
 

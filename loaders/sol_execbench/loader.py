@@ -1,9 +1,12 @@
 """`kernelindex import sol-execbench`: this source's steps, as loaders/pipeline.py runs them.
 
-Per kernel: fetch and parse its detail, normalize its OperationSpec and WorkloadSuite, fetch
-every page of submissions (at most `limit` submissions: later pages are not fetched), parse and
-fingerprint each record; the pipeline then builds (normalize_submission) each record whose
-current run does not carry its fingerprint. A bad kernel, page or record is rejected with its
+Per kernel: fetch and parse its detail, make its OperationSpec, WorkloadCases and WorkloadSuite in
+the KernelIndex v1alpha1 format (normalize.format_kernel), fetch every page of submissions (at
+most `limit` submissions: later pages are not fetched), parse and fingerprint each record; the
+pipeline then builds (normalize.format_submission: the seed system's own manifests and digests)
+each record whose current run does not carry its fingerprint, and writes the `FormatBundle`s
+through the format's write path (cohorts keyed as the seed keys them). Only passed submissions
+make a run in the format (the others are skipped, with the reason). A bad kernel, page or record is rejected with its
 reason and the rest goes on. One record group per kernel: its runs share its definition.
 """
 
@@ -16,11 +19,22 @@ from typing import Any
 from rich.console import Console
 
 from loaders.common.http import FetchError, SourceUnreachable
-from loaders.common.source import Discovery, Fetched, Option, Record, RecordGroup, Rejected, RunManifests, Skipped, SourceLoader, UnitReader
+from loaders.common.source import (
+    Discovery,
+    Fetched,
+    FormatBundle,
+    Option,
+    Record,
+    RecordGroup,
+    Rejected,
+    Skipped,
+    SourceLoader,
+    UnitReader,
+)
 from loaders.sol_execbench import SOURCE, normalize
 from loaders.sol_execbench.discover import discover
 from loaders.sol_execbench.fetch import DEFAULT_BASE_URL, fetch_kernel, fetch_submission_pages, open_source
-from loaders.sol_execbench.normalize import KernelManifests, normalize_kernel, normalize_submission, source_record
+from loaders.sol_execbench.normalize import FormatKernel, format_kernel, format_source_record, format_submission
 from loaders.sol_execbench.parse import ParseError, Submission, parse_kernel, parse_submission, record_label
 from loaders.sol_execbench.report import ImportReport, KernelPlan, print_report
 from registry.digest import sha256_digest
@@ -30,7 +44,7 @@ from registry.digest import sha256_digest
 class _Data:
     submission: Submission
     snapshot_digest: str
-    manifests: KernelManifests
+    manifests: FormatKernel
     plan: KernelPlan
 
 
@@ -38,7 +52,7 @@ class _KernelReader(UnitReader):
     def __init__(self, kernel_id: int, report: ImportReport, limit: int | None):
         self.kernel_id, self.report, self.limit = kernel_id, report, limit
         self.subject = f"kernel {kernel_id}"
-        self.manifests: KernelManifests | None = None
+        self.manifests: FormatKernel | None = None
         self.plan: KernelPlan | None = None
         self.records: list[Record] = []
         self.seen: set[int] = set()
@@ -87,14 +101,14 @@ class _KernelReader(UnitReader):
             report.discovered += 1
             plan.discovered += 1
             data = _Data(submission, snapshot_digest, self.manifests, plan)
-            self.records.append(Record(str(submission.id), source_record(self.manifests, raw), label, data))
+            self.records.append(Record(str(submission.id), format_source_record(self.manifests, raw), label, data))
 
     def _parse_kernel(self, body: bytes) -> None:
         try:
             kernel = parse_kernel(body)
             if kernel.id != self.kernel_id:
                 raise normalize.Rejected(f"GET /kernels/{self.kernel_id} answered kernel {kernel.id}")
-            manifests = normalize_kernel(kernel)
+            manifests = format_kernel(kernel)
         except (ParseError, normalize.Rejected) as error:
             self.report.reject(self.subject, str(error))
             return
@@ -106,7 +120,7 @@ class _KernelReader(UnitReader):
     def groups(self) -> list[RecordGroup]:
         if self.manifests is None:
             return []
-        return [RecordGroup(self.manifests.definition_digest, self.records)]
+        return [RecordGroup(self.manifests.operation_digest, self.records)]
 
 
 class SolExecBenchLoader(SourceLoader):
@@ -157,24 +171,28 @@ class SolExecBenchLoader(SourceLoader):
     def reader(self, unit: int, found: Discovery, report: ImportReport, limit: int | None) -> UnitReader:
         return _KernelReader(unit, report, limit)
 
-    def normalize(self, record: Record) -> RunManifests:
+    def normalize(self, record: Record) -> FormatBundle:
         data: _Data = record.data
         try:
-            item = normalize_submission(
-                data.submission, data.manifests, snapshot_digest=data.snapshot_digest, source_record=record.fingerprint
-            )
+            item = format_submission(data.submission, data.manifests)
         except normalize.Rejected as error:
             raise Rejected(str(error)) from None
         except normalize.Skipped as error:
             raise Skipped(str(error)) from None
-        return RunManifests(
+        kernel = item.kernel
+        return FormatBundle(
             run=item.run,
-            definition=item.kernel.definition,
-            workload=item.kernel.workload,
+            operation=kernel.operation,
+            workload=kernel.suite,
+            implementation=item.implementation,
             protocol=item.protocol,
             environment=item.environment,
-            implementation=item.implementation,
-            source_record=item.source_record,
+            cases=kernel.cases,
+            project=item.project,
+            source=SOURCE,
+            source_record=record.fingerprint,
+            source_snapshot=data.snapshot_digest,
+            project_name=data.submission.username,
         )
 
     def counted(self, report: ImportReport, record: Record) -> None:

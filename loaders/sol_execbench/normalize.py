@@ -42,6 +42,7 @@ from loaders.sol_execbench.parse import Kernel, Submission
 from registry.digest import manifest_digest
 from registry.format import FormatManifest, format_digest, make_format_manifest
 from registry.manifests import Manifest, RunStatus, make_manifest
+from registry.sources import HARNESS_NOTES
 
 HARNESS = "SOL-ExecBench evaluation stack"
 FAMILY = "sol_execbench_leaderboard"
@@ -53,9 +54,7 @@ COMPARABILITY_NOTES = (
 )
 SUITE_CORRECTNESS = "Correctness must pass on every case in the SOL evaluation stack."
 # What we know about how a stack version times kernels, beyond what the source labels it.
-STATISTIC_NOTES = {
-    "v1.1": "stack v1.1 computes the median of CUPTI spans although the documentation says mean",
-}
+STATISTIC_NOTES = {version: note for (harness, version), note in HARNESS_NOTES.items() if harness == HARNESS}
 # GPU type as the API names it → (vendor, product, architecture).
 GPUS = {
     "B200": ("nvidia", "NVIDIA B200", "sm_100"),
@@ -203,6 +202,14 @@ class RunManifests:
     protocol: Manifest
     environment: Manifest
     source_record: str | None = None  # the record's fingerprint, kept beside the run (not in it)
+
+
+def format_source_record(kernel: FormatKernel, record: Any) -> str:
+    """The fingerprint of a submission record as the format's conversion (`format_submission`)
+    makes it with its kernel's manifests: equal fingerprints make runs with equal digests."""
+    from loaders.sol_execbench import normalize, parse
+
+    return record_fingerprint(code_fingerprint(normalize, parse), kernel.operation_digest, kernel.suite_digest, record)
 
 
 def source_record(kernel: KernelManifests, record: Any) -> str:

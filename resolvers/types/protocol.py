@@ -7,11 +7,17 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
+from registry.sources import harness_notes
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.cost_limit import MANIFEST_KIB, weighs
 from resolvers.types.node import Node
 from resolvers.v1alpha1 import harness_version
+
+
+def _notes(annotated: list[str], spec: dict[str, Any]) -> list[str]:
+    """The protocol's own annotations, then ours about its harness version (registry/sources.py)."""
+    return annotated + [n for n in harness_notes(spec["harness"]["name"], harness_version(spec)) if n not in annotated]
 
 
 @strawberry.type
@@ -70,7 +76,7 @@ class Protocol(Node):
             comparability_family=comparability["family"],
             comparability_version=comparability.get("version") or harness_version(spec),
             comparability_notes=comparability.get("notes"),
-            notes=[annotations[k] for k in sorted(annotations)],
+            notes=_notes([annotations[k] for k in sorted(annotations)], spec),
             manifest=manifest_json(doc),
         )
 

@@ -13,7 +13,8 @@ DOSSIER = """query { runByExternalId(source: "sol-execbench", externalId: "37369
   id digest title name labels { key value } status current observedAt evidenceLevel
   primaryMeasurement { statistic valueNs display }
   measurements { statistic valueNs display }
-  rank group { id key size rankedSize title leader { digest title } }
+  rank group { id key size rankedSize catalogRuns title leader { digest title }
+    runs(first: 10) { edges { node { digest rank identity { externalId } sourceNative { solExecBench { solScore } } } } } }
   sourceNative { source sourceTitle benchmark externalId externalReference raw
     metrics { name value } solExecBench { solScore latencyMs avgSpeedup fast1Count fast1Total summary } }
   identity { digest comparisonKey source sourceTitle externalId externalReference
@@ -47,9 +48,21 @@ async def test_the_seed_page_line_by_line(api, seeded):
     # Primary measurement: 333.6µs mean.
     assert run["primaryMeasurement"] == {"statistic": "mean", "valueNs": 333636, "display": "333.6 µs"}
     assert run["measurements"] == [run["primaryMeasurement"]]
-    # Rank in its comparison group, honest for the data loaded: one run, so #1 of 1 — not a copied 50.
-    assert run["rank"] == 1
-    assert run["group"]["size"] == 1 and run["group"]["leader"]["digest"] == run["digest"]
+    # The seed page's identity: run, workload, implementation and comparison key (the page shows
+    # prefixes; its canonical manifest block the full workload and implementation digests).
+    assert run["digest"].startswith("sha256:3c2100b045792938b030dc9")
+    assert run["group"]["key"].startswith("sha256:407b8c453f0c0ea5")
+    # Rank in its cohort, honest for the data loaded: the seed page's cohort (051 on B200, stack
+    # v1.1) holds the catalog's 32664, 32555 and 33003 here, all with a higher SOL score, so 4 of
+    # 4 by SOL-ExecBench's own score (the seed system, with its whole board, says 50).
+    assert run["rank"] == 4
+    group = run["group"]
+    assert (group["size"], group["rankedSize"], group["catalogRuns"]) == (4, 4, 3)
+    assert group["title"] == "SOL-ExecBench v1.1 · B200"
+    peers = [edge["node"] for edge in group["runs"]["edges"]]
+    assert [(p["identity"]["externalId"], p["rank"]) for p in peers] == [("32664", 1), ("32555", 2), ("33003", 3), ("37369", 4)]
+    assert group["leader"]["digest"] == peers[0]["digest"] != run["digest"]
+    assert [p["sourceNative"]["solExecBench"]["solScore"] for p in peers] == [0.850323, 0.844609, 0.83503, 0.28508]
     assert run["observedAt"] == "2026-08-16T10:44:34.394000+00:00"
     # SOL 0.2851 · 0.46× reference · 2/16 cases faster
     sol = run["sourceNative"]["solExecBench"]
@@ -71,6 +84,8 @@ async def test_the_seed_page_line_by_line(api, seeded):
     assert identity["protocolDigest"] == "sha256:6383f62490dad270ad2146a94f67b48fba5cfcbc0b9b180f02665c69cc4433a0"
     assert identity["environmentDigest"] == "sha256:f304afb2fedab4bbeadf8ac36a990ff517ab6e824dfe5a3ee0fe46259ff5e39f"
     assert identity["digest"] == run["digest"]
+    assert identity["workloadDigest"] == "sha256:f391b6616becb7df06e483a3a561c67e7449af3b30e990939dcb02e8a25e4acf"
+    assert identity["implementationDigest"] == "sha256:aab8eded4cabe3c7f9ddb694c9a1ee88bc02ffd533450462d331dab0820b610c"
     # Correctness.
     assert run["correctness"] == {
         "status": "passed",

@@ -36,7 +36,9 @@ def kernel_detail(kernel_id: int, cases: int = 4) -> dict[str, Any]:
         "description": "Synthetic: y = x / sqrt(mean(x^2) + eps) * w, row by row.",
         "axes": {
             "rows": {"type": "var", "description": "rows"},
-            "hidden": {"type": "const", "value": 1024, "description": "row width"},
+            # Each synthetic kernel its own row width: in the v1alpha1 format an operation is its
+            # spec (names and descriptions are metadata), so kernels alike in every axis would be one.
+            "hidden": {"type": "const", "value": 1024 + kernel_id % 100, "description": "row width"},
         },
         "inputs": {
             "x": {"shape": ["rows", "hidden"], "dtype": "bfloat16", "description": "input"},

@@ -88,32 +88,41 @@ async def runs_by_external_id(db) -> dict[str, dict]:
 
 async def test_first_import(db, snapshot):
     report = await run_import(db, snapshot_dir=snapshot, base_url=None, kernels=None, limit=None, dry_run=False, console=quiet())
-    # 64 + 5 + 3 records; 3 of kernel 901 have no latency (2 FAILED, 1 pending): skipped.
+    # 64 + 5 + 3 records. Only passed submissions make a run in the v1alpha1 format (as the seed
+    # system imports SOL-ExecBench): kernel 901's 3 without latency (2 FAILED, 1 pending), 3
+    # disqualified (55-57), 2 incorrect (58, 59) and 1 failed with a latency (62) are skipped.
     assert report.counts() == {
         "kernels": 3,
         "discovered": 72,
-        "parsed": 69,
-        "new": 69,
+        "parsed": 63,
+        "new": 63,
         "unchanged": 0,
         "superseded": 0,
         "rejected": 0,
-        "skipped": 3,
+        "skipped": 9,
     }
-    assert sorted(p.subject for p in report.skipped) == [f"submission {FIRST + n}" for n in (60, 61, 63)]
-    assert await db.runs.count_documents({}) == 69
+    assert sorted(p.subject for p in report.skipped) == [f"submission {FIRST + n}" for n in (55, 56, 57, 58, 59, 60, 61, 62, 63)]
+    reasons = {p.subject: p.reason for p in report.skipped}
+    assert reasons[f"submission {FIRST + 62}"].startswith("status failed")
+    assert reasons[f"submission {FIRST + 55}"].startswith("status disqualified")
+    assert await db.runs.count_documents({}) == 63
     assert await db.definitions.count_documents({}) == 3
-    assert await db.workloads.count_documents({}) == 3
-    assert await db.implementations.count_documents({}) == 69
+    # One WorkloadSuite per kernel, and each of its cases as a WorkloadCase.
+    assert await db.workloads.count_documents({"kind": "WorkloadSuite"}) == 3
+    assert await db.workloads.count_documents({"kind": "WorkloadCase"}) >= 3
+    assert await db.implementations.count_documents({}) == 63
     assert await db.protocols.count_documents({}) == 2  # v1.1, v1.0
     assert await db.environments.count_documents({}) == 3  # B200 v1.1, B200 v1.0, H100 v1.1
     # kernels.json, 3 details, 4 + 1 + 1 pages
     assert await db.source_snapshots.count_documents({}) == 10
     assert report.snapshots_saved == 10
-    assert await db.events.count_documents({"type": "run.published"}) == 69
+    assert await db.events.count_documents({"type": "run.published"}) == 63
 
     run = await db.runs.find_one({"externalId": str(FIRST)})
+    assert run["apiVersion"] == "kernelindex.dev/v1alpha1" and "annotations" not in run["metadata"]
     page = (snapshot / "submissions" / str(KERNEL) / "offset-0.json").read_bytes()
-    kept = await db.source_snapshots.find_one({"_id": run["metadata"]["annotations"]["sourceSnapshot"]})
+    # The page the run was read from, beside the manifest (never in it: the digest is the seed's).
+    kept = await db.source_snapshots.find_one({"_id": run["sourceSnapshot"]})
     assert bytes(kept["body"]) == page
     assert kept["url"] == f"http://synthetic.invalid/api/submissions?kernel_id={KERNEL}&offset=0&limit=20"
 
@@ -133,16 +142,14 @@ async def test_ranks_per_comparison_group(db, snapshot):
     assert [rank[n] for n in range(6)] == [1, 2, 3, 3, 5, 6]
     assert [rank[n] for n in (18, 19, 20, 21, 22)] == [19, 20, 20, 20, 23]
     assert rank[54] == 55
-    # Disqualified (55-57), incorrect (58, 59) and failed-with-latency (62) are kept, unranked,
-    # although their scores are higher than the leader's.
-    for n in (55, 56, 57, 58, 59, 62):
-        assert rank[n] is None
-    assert {board[n]["status"] for n in (55, 58, 62)} == {"disqualified", "incorrect", "failed"}
+    # Disqualified (55-57), incorrect (58, 59) and failed-with-latency (62) make no run, although
+    # their scores are higher than the leader's.
+    assert not {55, 56, 57, 58, 59, 62} & set(board)
 
     group_key = board[0]["groupKey"]
     assert {doc["groupKey"] for doc in board.values()} == {group_key}
     group = await db.comparison_groups.find_one({"_id": group_key})
-    assert group["size"] == 61 and group["rankedSize"] == 55
+    assert group["size"] == 55 and group["rankedSize"] == 55
     assert group["leaderDigest"] == board[0]["_id"]
 
     # Kernel 902: stack v1.0 and v1.1 are two groups; kernel 903 (H100) is its own.
@@ -168,7 +175,7 @@ async def test_unchanged_reimport_writes_nothing(db, snapshot, watched):
     again = await run_import(watched_db, snapshot_dir=snapshot, base_url=None, kernels=None, limit=None, dry_run=False, console=quiet())
     assert counter.writes == []
     assert again.new == again.superseded == 0
-    assert again.unchanged == first.new == 69
+    assert again.unchanged == first.new == 63
     assert again.snapshots_saved == 0
     assert {name: await db[name].count_documents({}) for name in await db.list_collection_names()} == counts
 
@@ -180,18 +187,18 @@ async def test_records_are_rebuilt_once_when_their_fingerprint_differs(db, snaps
     writes nothing."""
     await run_import(db, snapshot_dir=snapshot, console=quiet())
     runs = await db.runs.find({"source": "sol-execbench"}).to_list()
-    assert len(runs) == 69 and all(run["sourceRecord"].startswith("sha256:") for run in runs)
+    assert len(runs) == 63 and all(run["sourceRecord"].startswith("sha256:") for run in runs)
     assert all("sourceRecord" not in run["metadata"].get("annotations", {}) for run in runs)
     fingerprints = {run["_id"]: run["sourceRecord"] for run in runs}
 
     await db.runs.update_many({"_id": {"$in": list(fingerprints)[:10]}}, {"$set": {"sourceRecord": "sha256:older-loader"}})
     rebuilt = await run_import(db, snapshot_dir=snapshot, console=quiet())
-    assert (rebuilt.new, rebuilt.unchanged, rebuilt.superseded) == (0, 69, 0)
+    assert (rebuilt.new, rebuilt.unchanged, rebuilt.superseded) == (0, 63, 0)
     assert {run["_id"]: run["sourceRecord"] for run in await db.runs.find({"source": "sol-execbench"}).to_list()} == fingerprints
 
     watched_db, counter = watched
     again = await run_import(watched_db, snapshot_dir=snapshot, console=quiet())
-    assert (again.new, again.unchanged, again.superseded, counter.writes) == (0, 69, 0, [])
+    assert (again.new, again.unchanged, again.superseded, counter.writes) == (0, 63, 0, [])
 
 
 async def test_changed_record_supersedes_the_old_run(db, snapshot, watched):
@@ -207,7 +214,7 @@ async def test_changed_record_supersedes_the_old_run(db, snapshot, watched):
 
     watched_db, counter = watched
     report = await run_import(watched_db, snapshot_dir=snapshot, base_url=None, kernels=None, limit=None, dry_run=False, console=quiet())
-    assert (report.new, report.unchanged, report.superseded) == (0, 68, 1)
+    assert (report.new, report.unchanged, report.superseded) == (0, 62, 1)
     assert report.snapshots_saved == 1  # only the changed page
     assert {name for name, _ in counter.writes} >= {"insert"}
 
@@ -218,11 +225,14 @@ async def test_changed_record_supersedes_the_old_run(db, snapshot, watched):
     assert new["supersedes"] == old["_id"] and old["supersededBy"] == new["_id"]
     assert new["sourceRecord"] != old["sourceRecord"]
     assert new["rank"] == 1 and after[str(FIRST)]["rank"] == 2
-    assert await db.runs.count_documents({}) == 70
+    assert await db.runs.count_documents({}) == 64
     group = await db.comparison_groups.find_one({"_id": new["groupKey"]})
-    assert group["size"] == 61 and group["leaderDigest"] == new["_id"]
+    assert group["size"] == 55 and group["leaderDigest"] == new["_id"]
     published = await db.events.count_documents({"type": "run.published"})
-    assert published == 70 and await db.events.count_documents({}) > events_before
+    assert published == 64 and await db.events.count_documents({}) > events_before
+    # The new #1 is a corrected run of the old #1's record? No: of another record, so "new_run".
+    (record,) = await db.records.find({"groupKey": new["groupKey"], "runDigest": new["_id"]}).to_list()
+    assert record["cause"] == "new_run" and record["previousDigest"] == before[str(FIRST)]["_id"]
 
 
 async def test_dry_run_writes_nothing_and_prints_the_plan(db, snapshot, watched):
@@ -235,10 +245,10 @@ async def test_dry_run_writes_nothing_and_prints_the_plan(db, snapshot, watched)
     assert await db.source_snapshots.count_documents({}) == 0
     out = console.file.getvalue()
     assert "DRY RUN" in out and "Plan" in out
-    assert "B200 · v1.1: 61" in out and "B200 · v1.0: 2" in out
+    assert "B200 · v1.1: 55" in out and "B200 · v1.0: 2" in out
     report = await run_import(None, snapshot_dir=snapshot, kernels=[KERNEL], dry_run=True, console=quiet())
-    assert (report.discovered, report.parsed, report.new) == (64, 61, 0)
-    assert report.plan[0].groups == {"B200 · v1.1": 61}
+    assert (report.discovered, report.parsed, report.new) == (64, 55, 0)
+    assert report.plan[0].groups == {"B200 · v1.1": 55}
 
 
 async def test_kernel_filter_and_limit(db, snapshot):
@@ -272,12 +282,12 @@ async def test_bad_records_pages_and_kernels_are_rejected_the_rest_imported(db, 
     assert reasons[f"kernel {KERNEL} submissions offset 40"].startswith("malformed JSON")
     assert reasons["kernel 903"].startswith("malformed JSON")
     assert len(report.rejected) == 5
-    # 901: pages 0 (20), 20 (17 good), 60 (4; 3 of them skipped) → 20 + 17 + 1; 902: 5
-    assert report.parsed == report.unchanged == 20 + 17 + 1 + 5
-    assert await db.runs.count_documents({}) == 43
+    # 901: pages 0 (20), 20 (17 good), 60 (4, none passed: skipped) → 20 + 17; 902: 5
+    assert report.parsed == report.unchanged == 20 + 17 + 5
+    assert await db.runs.count_documents({}) == 42
     assert await db.definitions.count_documents({}) == 2
     # The page after the malformed one was still found (offset 60 by the page size).
-    assert await db.runs.count_documents({"externalId": str(FIRST + 62)}) == 1
+    assert {p.subject for p in report.skipped} == {f"submission {FIRST + n}" for n in (60, 61, 62, 63)}
     # The bad responses are kept too: what the source said is evidence. kernels.json, three
     # details, four pages of 901 and one of 902 (903's pages were never asked for).
     assert await db.source_snapshots.count_documents({}) == 9

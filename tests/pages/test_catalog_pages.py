@@ -14,7 +14,8 @@ from tests.pages.conftest import Visits
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 RUN = """query($id: String!) { runByExternalId(source: "sol-execbench", externalId: $id) {
-  digest group { key size catalogRuns } provenance { exportFile source attribution } } }"""
+  digest rank group { key size catalogRuns leader { digest } } provenance { exportFile source attribution }
+  identity { workloadDigest implementationDigest } } }"""
 DEFINITION = """query($name: String!) { definition(name: $name) { name title comparisonGroups { id title size } } }"""
 
 
@@ -67,11 +68,24 @@ async def test_a_flashinfer_bench_operation(stack, browser):
 
 async def test_the_051_b200_cohort_and_its_page(stack, browser):
     site = f"http://127.0.0.1:{stack.port}"
-    runs = {external: data(stack, RUN, {"id": external})["runByExternalId"] for external in ("32664", "32555", "33003")}
+    runs = {external: data(stack, RUN, {"id": external})["runByExternalId"] for external in ("32664", "32555", "33003", "37369")}
     keys = {run["group"]["key"] for run in runs.values()}
-    assert len(keys) == 1  # one cohort
+    assert len(keys) == 1  # one cohort: the seed record (our SOL-ExecBench importer) beside the catalog's three
     cohort = runs["32664"]["group"]
-    assert cohort["catalogRuns"] >= 3 and cohort["size"] >= cohort["catalogRuns"]
+    assert (cohort["catalogRuns"], cohort["size"]) == (3, 4)
+    # The seed page's identity (tests/fixtures/run-record-37369.txt): run, comparison key, and its
+    # manifest block's workload and implementation.
+    seed = runs["37369"]
+    assert seed["digest"].startswith("sha256:3c2100b045792938b030dc9")
+    assert seed["group"]["key"].startswith("sha256:407b8c453f0c0ea5")
+    assert seed["identity"] == {
+        "workloadDigest": "sha256:f391b6616becb7df06e483a3a561c67e7449af3b30e990939dcb02e8a25e4acf",
+        "implementationDigest": "sha256:aab8eded4cabe3c7f9ddb694c9a1ee88bc02ffd533450462d331dab0820b610c",
+    }
+    assert seed["provenance"] == []  # not from the catalog: the bundled SOL-ExecBench snapshot
+    # Ranked by SOL-ExecBench's own score among the four held here (the seed, with its whole board, says 50).
+    assert {external: run["rank"] for external, run in runs.items()} == {"32664": 1, "32555": 2, "33003": 3, "37369": 4}
+    assert cohort["leader"]["digest"] == runs["32664"]["digest"]
     assert runs["32664"]["provenance"][0]["source"] == "sol-execbench"
     page = await browser.new_page()
     await page.goto(f"{site}/runs/{runs['32664']['digest']}")
