@@ -149,7 +149,11 @@ async def write_plan(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOutcom
     fresh = [doc for digest, doc in by_digest.items() if digest not in stored]
     held = await _current_by_source_record(db, [(d["source"], d["externalId"]) for d in fresh if "externalId" in d])
     in_export: dict[tuple[str, str], int] = {}
-    latest_of: dict[tuple[str, str], dict[str, Any]] = {(doc["source"], doc["externalId"]): doc for doc in fresh if "externalId" in doc}
+    # A source record is one run per cohort: a GPU MODE submission has a run in each of its
+    # cases' cohorts, all named `submission/{id}` (the catalog's identity).
+    latest_of: dict[tuple[str, str, str], dict[str, Any]] = {
+        (doc["source"], doc["externalId"], doc["groupKey"]): doc for doc in fresh if "externalId" in doc
+    }
     for doc in plan.runs:
         if "externalId" in doc:
             in_export[(doc["source"], doc["externalId"])] = in_export.get((doc["source"], doc["externalId"]), 0) + 1
@@ -160,13 +164,17 @@ async def write_plan(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOutcom
         holders = held.get(record, {})
         if plan.supersede:
             if "externalId" in doc:
-                latest = latest_of.get(record)
+                latest = latest_of.get((*record, doc["groupKey"]))
                 if latest is not None and latest is not doc:
-                    continue  # the same record twice in one plan: its last run is the record
-                for group_key, old in holders.items():
+                    continue  # the same record twice in one cohort of one plan: its last run is the record
+                old = holders.get(doc["groupKey"])
+                if old is None and len(holders) == 1 and in_export.get(record) == 1:
+                    # A record that is one run (a SOL-ExecBench submission) moved to another cohort.
+                    old = next(iter(holders.values()))
+                if old is not None:
                     doc["supersedes"] = old
                     outcome.superseded[doc["_id"]] = old
-                    leaving[old] = group_key
+                    leaving[old] = next(key for key, run in holders.items() if run == old)
             kept.append(doc)
             continue
         ours = holders.get(doc["groupKey"])
