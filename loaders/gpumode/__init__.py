@@ -12,6 +12,9 @@ Steps, one module each, in the order they run:
 - `normalize` — board → OperationSpec; the cases' `spec` → WorkloadSuite; GPU →
                 ExecutionEnvironment; KernelBot's harness and ranking rule → BenchmarkProtocol;
                 each user's best submission per board and GPU → ImplementationRevision + BenchmarkRun
+- `catalog_identity` — for the boards the KernelIndex catalog curates (`catalog_problems.json`):
+                the same rows as the catalog's v1alpha1 manifests (source `gpumode-kernelbot`, one
+                run per case of a per-shape board), so that a submission in both is one record
 - `loader`    — the steps as the import pipeline (loaders/pipeline.py) runs them; the pipeline
                 looks up unchanged records and publishes (snapshots first, then runs in batches)
 

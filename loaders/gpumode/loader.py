@@ -16,14 +16,26 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from loaders.common.http import FetchError
-from loaders.common.source import Discovery, Fetched, Option, Record, RecordGroup, Rejected, RunManifests, SourceLoader, UnitReader
-from loaders.gpumode import DATASET, SOURCE, normalize
+from loaders.common.source import (
+    Discovery,
+    Fetched,
+    FormatBundle,
+    Option,
+    Record,
+    RecordGroup,
+    Rejected,
+    RunManifests,
+    SourceLoader,
+    UnitReader,
+)
+from loaders.gpumode import DATASET, SOURCE, catalog_identity, normalize
 from loaders.gpumode.discover import discover
 from loaders.gpumode.fetch import DEFAULT_BASE_URL, FILTER, HttpSource, fetch_pages, open_source
 from loaders.gpumode.normalize import (
@@ -113,6 +125,50 @@ class Pool:
             chosen.append(candidate)
         report.candidates, report.not_best = self.candidates, self.beaten
         return chosen
+
+
+class CatalogSubmission:
+    """A chosen submission of a board the KernelIndex catalog curates: its runs with the catalog's
+    identity (catalog_identity.py), built once for all its records (one per case, per-shape)."""
+
+    def __init__(self, candidate: Candidate, problem: catalog_identity.Problem):
+        self.candidate, self.problem = candidate, problem
+        self._runs: list[catalog_identity.CatalogRun] | None = None
+
+    def runs(self) -> list[catalog_identity.CatalogRun]:
+        if self._runs is None:
+            submission = self.candidate.submission
+            if isinstance(submission, PerShapeRow):
+                self._runs = catalog_identity.per_shape_runs(submission, self.problem)
+            else:
+                self._runs = [catalog_identity.flat_run(submission, self.problem)]
+        return self._runs
+
+    def case_count(self) -> int:
+        return len(self.candidate.cases) if self.candidate.per_shape else 1
+
+
+@dataclass(frozen=True)
+class CatalogRecord:
+    submission: CatalogSubmission
+    index: int  # which of the submission's runs (its case, per-shape)
+
+
+def catalog_records(candidate: Candidate, fingerprint: str, label: str) -> list[Record] | None:
+    """The records of a chosen submission under the catalog's identity, or None when the catalog
+    does not curate its board (then it keeps our own manifests: normalize.run_for). A per-shape
+    submission is one record per case (the catalog's runs: one per case, sharing the source record
+    `submission/{id}`, each in its own cohort); a flat one is one record."""
+    problem = catalog_identity.problem_for(candidate.board.name)
+    if problem is None:
+        return None
+    held = CatalogSubmission(candidate, problem)
+    external_id = f"submission/{candidate.submission.submission_id}"
+    count = held.case_count()
+    return [
+        Record(external_id, fingerprint, f"{label} case {i}" if candidate.per_shape else label, CatalogRecord(held, i))
+        for i in range(count)
+    ]
 
 
 _stderr: Console | None = None
@@ -290,13 +346,21 @@ class GpuModeLoader(SourceLoader):
         groups: dict[Any, RecordGroup] = defaultdict(lambda: RecordGroup(None))
         for candidate in sorted(pool.decide(report), key=lambda c: c.key):
             group = groups[candidate.board]
-            if group.definition_digest is None:
-                group.definition_digest = definition_for(candidate.board)[1]
             label = f"{candidate.config} submission {candidate.submission.submission_id}"
-            group.records.append(Record(external_id_of(candidate), record_fingerprint(candidate), label, candidate))
+            fingerprint = record_fingerprint(candidate)
+            records = catalog_records(candidate, fingerprint, label)
+            if group.definition_digest is None:
+                curated = catalog_identity.problem_for(candidate.board.name)
+                group.definition_digest = curated.operation_digest if curated else definition_for(candidate.board)[1]
+            if records is not None:
+                group.records.extend(records)
+            else:
+                group.records.append(Record(external_id_of(candidate), fingerprint, label, candidate))
         return list(groups.values())
 
-    def normalize(self, record: Record) -> RunManifests:
+    def normalize(self, record: Record) -> FormatBundle | RunManifests:
+        if isinstance(record.data, CatalogRecord):
+            return self.catalog_bundle(record)
         try:
             item = run_for(record.data, record.fingerprint)
         except normalize.Rejected as error:
@@ -311,8 +375,32 @@ class GpuModeLoader(SourceLoader):
             source_record=item.source_record,
         )
 
+    def catalog_bundle(self, record: Record) -> FormatBundle:
+        held: CatalogSubmission = record.data.submission
+        try:
+            runs = held.runs()
+        except normalize.Rejected as error:
+            raise Rejected(str(error)) from None
+        if record.data.index >= len(runs):
+            raise Rejected(f"run_result: no case {record.data.index}")
+        built = runs[record.data.index]
+        return FormatBundle(
+            run=built.run,
+            operation=built.operation,
+            workload=built.workload,
+            implementation=built.implementation,
+            protocol=built.protocol,
+            environment=built.environment,
+            project=built.project,
+            source=catalog_identity.SOURCE,
+            source_record=record.fingerprint,
+            source_snapshot=held.candidate.snapshot_digest,
+            project_name=built.project.spec.name,
+        )
+
     def counted(self, report: ImportReport, record: Record) -> None:
-        report.board(record.data.board.name).runs[record.data.environment.label] += 1
+        candidate = record.data.submission.candidate if isinstance(record.data, CatalogRecord) else record.data
+        report.board(candidate.board.name).runs[candidate.environment.label] += 1
 
     def progress_runs(self, report: ImportReport) -> int:
         return report.parsed or len(report.boards)

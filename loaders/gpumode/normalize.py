@@ -450,9 +450,10 @@ def record_fingerprint(best: Candidate) -> str:
     """The fingerprint of this loader's code, the board, the config and the chosen row: equal
     fingerprints make equal runs, so a current run with this fingerprint is unchanged without
     rebuilding it (loaders/common/source_records.py)."""
-    from loaders.gpumode import normalize, parse
+    from loaders.gpumode import catalog_identity, normalize, parse
 
-    return record_fingerprint_of(code_fingerprint(normalize, parse), best.config, repr(best.board), best.row)
+    code = code_fingerprint(normalize, parse, catalog_identity) + catalog_identity.PROBLEMS_FILE.read_bytes()
+    return record_fingerprint_of(code, best.config, repr(best.board), best.row)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ corruption, each saying what was changed)."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Callable
@@ -59,3 +60,55 @@ def write_export(folder: Path, lines: list[dict], *, pointer: bool = True, mangl
         )
     (folder / name).write_bytes(mangle(compressed) if mangle else compressed)
     return folder / name
+
+
+def one_submission_with_code(external_id: str, code: str | None) -> list[dict]:
+    """The rows of one GPU MODE submission (`externalId`, e.g. "submission/30771"): its runs with
+    their measurements, workloads, operation, implementation and project, and all sources — and,
+    unless `code` is None, ONE DELIBERATE CHANGE: the implementation's `source` facts are those of `code` (a SYNTHETIC
+    text: the export holds the real code's sha256 and length, not its text), so the implementation
+    digest and each run's `implementationDigest` and `runDigest` are made again for it (RFC 8785,
+    registry/digest.py). Everything else is the export's own (cohort keys do not name the
+    implementation). Record events are left out (they name the submission's neighbours)."""
+    from registry.digest import digest_of
+    from registry.digest_check import identity
+
+    lines = bundled_lines()
+
+    def native(row: dict) -> dict:
+        return row["manifest"]["run"]["spec"]["sourceNative"]
+
+    runs = [item["row"] for item in lines if item["table"] == "benchmark_runs" and native(item["row"]).get("externalId") == external_id]
+    if not runs:
+        raise ValueError(f"no run of {external_id} in the bundled export")
+    implementations = {run["implementationId"] for run in runs}
+    workloads = {run["workloadId"] for run in runs}
+    run_ids = {run["id"] for run in runs}
+    implementation = next(item["row"] for item in lines if item["table"] == "implementations" and item["row"]["id"] in implementations)
+    operations = {implementation["operationId"]}
+    keep = [
+        copy.deepcopy(item)
+        for item in lines
+        if item["table"] == "sources"
+        or (item["table"] == "projects" and item["row"]["id"] == implementation.get("projectId"))
+        or (item["table"] == "operations" and item["row"]["id"] in operations)
+        or (item["table"] == "operation_aliases" and item["row"]["operationId"] in operations)
+        or (item["table"] == "workloads" and item["row"]["id"] in workloads)
+        or (item["table"] == "implementations" and item["row"]["id"] in implementations)
+        or (item["table"] == "benchmark_runs" and item["row"]["id"] in run_ids)
+        or (item["table"] == "measurements" and item["row"]["runId"] in run_ids)
+    ]
+    if code is None:
+        return keep
+    data = code.encode("utf-8")
+    for item in keep:
+        row = item["row"]
+        if item["table"] == "implementations":
+            row["manifest"]["spec"]["source"].update(contentDigest="sha256:" + hashlib.sha256(data).hexdigest(), sizeBytes=len(data))
+            row["implementationDigest"] = digest = digest_of(identity(row["manifest"]))
+    for item in keep:
+        row = item["row"]
+        if item["table"] == "benchmark_runs":
+            row["manifest"]["run"]["spec"]["implementationDigest"] = digest
+            row["runDigest"] = digest_of(identity(row["manifest"]["run"]))
+    return keep

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from functools import cache
 
 import pytest
 
@@ -22,101 +21,14 @@ from loaders.gpumode.normalize import Rejected
 from loaders.gpumode.parse import FlatRow, PerShapeRow, Row, parse_submission
 from registry.format import format_digest
 from tests.loaders import gpumode_catalog_problems
-from tests.loaders.catalog_exports import bundled_lines
-
-
-@cache
-def catalog() -> dict[str, dict[str, dict]]:
-    tables: dict[str, dict[str, dict]] = defaultdict(dict)
-    for item in bundled_lines():
-        row = item["row"]
-        tables[item["table"]][row.get("id", str(len(tables[item["table"]])))] = row
-    return tables
-
-
-@cache
-def gpumode_runs() -> list[dict]:
-    source = next(row["id"] for row in catalog()["sources"].values() if row["slug"] == ci.SOURCE)
-    return [row for row in catalog()["benchmark_runs"].values() if row["sourceId"] == source]
-
-
-def _user(run: dict) -> tuple[str, str]:
-    """(user_id, user_name as the export writes it: "" when unknown) from the run's project."""
-    implementation = catalog()["implementations"][run["implementationId"]]
-    spec = catalog()["projects"][implementation["projectId"]]["manifest"]["spec"]
-    user_id = spec["host"]["id"].removeprefix(f"{ci.SOURCE}/user/")
-    return user_id, "" if spec["name"] == f"KernelBot user {user_id}" else spec["name"]
-
-
-def _code(run: dict) -> ci.Code:
-    source = catalog()["implementations"][run["implementationId"]]["manifest"]["spec"]["source"]
-    return ci.Code(source["contentDigest"], source["sizeBytes"], source.get("fileName"))
-
-
-def reconstructed_flat_row(run: dict) -> dict:
-    """A RECONSTRUCTED hf_export.py row (flat config) of a catalog run."""
-    spec = run["manifest"]["run"]["spec"]
-    user_id, user_name = _user(run)
-    return {
-        "submission_id": int(spec["sourceNative"]["externalId"].removeprefix("submission/")),
-        "leaderboard_id": None,  # not in the export
-        "problem_name": spec["sourceNative"]["benchmark"],
-        "user_id": user_id,
-        "user_name": user_name,
-        "code_id": None,  # not in the export
-        "file_name": _code(run).file_name,
-        "submission_time": spec["observedAt"],
-        "status": "succeeded",
-        "score": spec["sourceNative"]["metrics"]["leaderboard_score_s"],
-        "passed": True,
-        "mode": "leaderboard",
-        "runner": run["manifest"]["environment"]["spec"]["hardware"]["formFactor"].removeprefix("runner:"),
-    }
-
-
-def reconstructed_per_shape_row(runs: list[dict]) -> dict:
-    """A RECONSTRUCTED export.py row (amd_successful_submissions) from a submission's per-case
-    catalog runs: `benchmark.N.*` from run N (its workload's axes as the spec)."""
-    first = runs[0]["manifest"]
-    spec = first["run"]["spec"]
-    result: dict = {"benchmark-count": len(runs)}
-    for run in runs:
-        case_spec = run["manifest"]["run"]["spec"]
-        index = int(case_spec["sourceNative"]["benchmark"].rsplit("/", 1)[1])
-        axes = catalog()["workloads"][run["workloadId"]]["manifest"]["spec"]["axes"]
-        prefix = f"benchmark.{index}."
-        result[prefix + "spec"] = "; ".join(f"{name}: {value}" for name, value in axes.items())
-        result[prefix + "mean"] = case_spec["sourceNative"]["metrics"]["mean_ns"]
-        if "best_ns" in case_spec["sourceNative"]["metrics"]:
-            result[prefix + "best"] = case_spec["sourceNative"]["metrics"]["best_ns"]
-        if "maximum" in case_spec["timing"]["latencyNs"]:
-            result[prefix + "worst"] = case_spec["timing"]["latencyNs"]["maximum"]
-        for measurement in case_spec.get("measurements", ()):
-            if measurement["statistic"] == "std":
-                result[prefix + "std"] = measurement["value"]
-        if "samples" in case_spec["timing"]:
-            result[prefix + "runs"] = case_spec["timing"]["samples"]
-    user_id, _ = _user(runs[0])
-    labels = first["run"]["metadata"].get("labels", {})
-    return {
-        "submission_id": int(spec["sourceNative"]["externalId"].removeprefix("submission/")),
-        "leaderboard_id": 0,  # not in the export: the board is known by name (the leaderboards config)
-        "user_id": int(user_id),  # export.py: an anonymized integer
-        "submission_time": spec["observedAt"],
-        "file_name": _code(runs[0]).file_name,
-        "code_id": None,
-        "run_id": None,
-        "run_mode": "leaderboard",
-        "run_score": spec["sourceNative"]["metrics"].get("leaderboard_score_s"),
-        "run_passed": True,
-        "run_system_info": {
-            "gpu": first["environment"]["spec"]["hardware"]["product"],
-            "device_count": 1,
-            "torch": labels.get("torch"),
-            "platform": labels.get("platform"),
-        },
-        "run_result": result,
-    }
+from tests.loaders.gpumode_reconstructed import (
+    catalog,
+    code_facts,
+    gpumode_runs,
+    reconstructed_flat_row,
+    reconstructed_per_shape_row,
+    user_of,
+)
 
 
 def _expected(run: dict) -> dict[str, str]:
@@ -165,13 +77,13 @@ def build_per_shape(runs: list[dict]) -> list[ci.CatalogRun]:
     row = parse_submission(Row(0, reconstructed_per_shape_row(runs), ()))
     assert isinstance(row, PerShapeRow)
     board = runs[0]["manifest"]["run"]["spec"]["sourceNative"]["benchmark"].rsplit("/", 1)[0]
-    return ci.per_shape_runs(row, ci.problem_for(board), code=_code(runs[0]))
+    return ci.per_shape_runs(row, ci.problem_for(board), code=code_facts(runs[0]))
 
 
 def build_flat(run: dict) -> ci.CatalogRun:
     row = parse_submission(Row(0, reconstructed_flat_row(run), ()))
     assert isinstance(row, FlatRow)
-    return ci.flat_run(row, ci.problem_for(row.problem_name), code=_code(run))
+    return ci.flat_run(row, ci.problem_for(row.problem_name), code=code_facts(run))
 
 
 def test_submission_30771_of_amd_fp8_mm_is_the_catalogs_18_runs():
@@ -233,7 +145,7 @@ def test_a_users_project_is_the_catalogs():
     for run in gpumode_runs()[::97]:
         implementation = catalog()["implementations"][run["implementationId"]]
         project = catalog()["projects"][implementation["projectId"]]["manifest"]
-        user_id, user_name = _user(run)
+        user_id, user_name = user_of(run)
         assert ci.project(user_id, user_name).to_json()["spec"] == project["spec"]
 
 
@@ -245,7 +157,7 @@ def test_code_is_its_utf8_sha256_and_length():
     assert ci.code_of("", "submission.py") is None and ci.code_of(None, None) is None
 
 
-def test_a_truncated_code_cell_is_no_code():
+def test_a_truncated_code_cell_is_nocode_facts():
     run = next(r for r in gpumode_runs() if r["manifest"]["run"]["spec"]["sourceNative"]["benchmark"] == "nvfp4_gemv")
     data = reconstructed_flat_row(run) | {"code": "import torch  # SYNTHETIC, cut"}
     cut = parse_submission(Row(0, data, ("code",)))
