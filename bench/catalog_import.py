@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _support import WriteCounter, process_cpu_seconds  # noqa: E402  (bench/_support.py)
 
-from loaders.pipeline import run_catalog_import as run_import  # noqa: E402
+from loaders.pipeline import run_import as _run_import  # noqa: E402
 from store.client import DURABLE_WRITES, make_client  # noqa: E402
 from store.embedded import EmbeddedServer, free_port  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
@@ -54,7 +54,7 @@ async def bench(export: Path, uri: str, server_pid: int | None) -> list[dict]:
             counter.count, counter.by_command = 0, {}
             load_before = os.getloadavg()[0]
             client_cpu, server_cpu = time.process_time(), process_cpu_seconds(server_pid)
-            report = await run_import(db, target=str(export), console=Console(file=io.StringIO()))
+            report = await _run_import("kernelindex-catalog", db, target=str(export), console=Console(file=io.StringIO()))
             client_cpu = time.process_time() - client_cpu
             if server_cpu is not None:
                 server_cpu = process_cpu_seconds(server_pid) - server_cpu

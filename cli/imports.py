@@ -1,7 +1,8 @@
 """`kernelindex import SOURCE`: published results from an external source.
 
 The sources, their descriptions and their own options come from the registry
-(loaders/sources.py); a new source adds nothing here."""
+(loaders/sources.py); a new source adds nothing here. A source read whole (the KernelIndex catalog
+export, a WholeSourceLoader) takes FILE|URL instead of --snapshot/--base-url."""
 
 from __future__ import annotations
 
@@ -12,13 +13,6 @@ from pathlib import Path
 
 from cli.common import fail, with_db
 from server.settings import Settings
-
-# The KernelIndex catalog export is not a per-record source of the pipeline's registry: it is
-# checked whole and written in bulk (loaders/pipeline.py run_catalog_import), so it is a verb here.
-CATALOG = "kernelindex-catalog"
-CATALOG_DESCRIPTION = "the KernelIndex public catalog export (catalog-*.jsonl.zst with its latest.json; a FILE or URL)"
-# Where the bundled export is published (data/kernelindex-catalog/latest.json's "url"): -h's example.
-CATALOG_URL = "https://raw.githubusercontent.com/SamMausberg/KernelIndex/main/registry/exports/catalog-2026-08-16-0022af0b.jsonl.zst"
 
 
 def register(sub) -> None:
@@ -33,28 +27,24 @@ def register(sub) -> None:
     )
     verbs = imp.add_subparsers(dest="source", required=True, metavar="SOURCE", title="sources")
     for source in sources:
-        _source_parser(verbs, source, sources)
-    catalog = verbs.add_parser(
-        CATALOG,
-        help=CATALOG_DESCRIPTION,
-        description=_wrap(
-            f"Import {CATALOG_DESCRIPTION}.",
-            "The latest.json beside the export is checked (sha256, size, line count), then every row's digests, "
-            "cohort keys, references and v1alpha1 models, before anything is written: a corrupt or truncated file "
-            "writes nothing (exit 2); a refused row is reported and the rest imported (exit 1).",
-        ),
-        epilog=_examples(
-            CATALOG,
-            [
-                ("data/kernelindex-catalog/catalog-2026-08-16-0022af0b.jsonl.zst", "the bundled export (a checkout's data/)"),
-                (CATALOG_URL + " --dry-run", "the same export from the repository it is published in; check it, write nothing"),
-            ],
-        ),
+        if source.takes_target:
+            _whole_parser(verbs, source)
+        else:
+            _source_parser(verbs, source, sources)
+    imp.set_defaults(handler=cmd_import)
+
+
+def _whole_parser(verbs, source) -> None:
+    """`kernelindex import KEY FILE|URL`: a source read whole (loaders/common/source.py WholeSourceLoader)."""
+    parser = verbs.add_parser(
+        source.key,
+        help=source.description,
+        description=_wrap(f"Import {source.description}.", source.about),
+        epilog=_examples(source.key, source.examples),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    catalog.add_argument("target", metavar="FILE|URL", help="the export (catalog-*.jsonl.zst), its latest.json, or their folder")
-    catalog.add_argument("--dry-run", action="store_true", help="check everything; write nothing")
-    imp.set_defaults(handler=cmd_import)
+    parser.add_argument("target", metavar="FILE|URL", help=source.target_help)
+    parser.add_argument("--dry-run", action="store_true", help="check everything; write nothing")
 
 
 def _source_parser(verbs, source, sources) -> None:
@@ -113,9 +103,9 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from loaders.pipeline import import_command
     from loaders.sources import get, loaders
 
-    if args.source == CATALOG:
-        return _import_catalog(args, settings)
     loader = get(args.source)
+    if loader.takes_target:
+        return _import_whole(loader, args, settings)
     own = {option.dest for option in loader.options}
     for other in loaders():
         for option in other.options:
@@ -133,13 +123,13 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     return with_db(settings, lambda db: import_command(loader, db, dry_run=False, **options))
 
 
-def _import_catalog(args: argparse.Namespace, settings: Settings) -> int:
+def _import_whole(loader, args: argparse.Namespace, settings: Settings) -> int:
     from rich.console import Console
 
-    from loaders.pipeline import catalog_import_command
+    from loaders.pipeline import import_command
 
     console = Console(stderr=True)
     options = dict(target=args.target, console=console)
     if args.dry_run:
-        return asyncio.run(catalog_import_command(None, dry_run=True, **options))
-    return with_db(settings, lambda db: catalog_import_command(db, dry_run=False, **options))
+        return asyncio.run(import_command(loader, None, dry_run=True, **options))
+    return with_db(settings, lambda db: import_command(loader, db, dry_run=False, **options))

@@ -18,6 +18,10 @@ at record-group boundaries (a kernel, a board) once they hold `batch_size` runs,
 group is re-ranked once. A bad unit, page or record is reported and the rest goes on; a source
 that stops answering (`SourceUnreachable`) ends the import after what was read whole is kept.
 With `dry_run` nothing is written and the database is not even touched.
+
+A source read whole (a `WholeSourceLoader`: the KernelIndex catalog export,
+`run_import("kernelindex-catalog", db, target=FILE_OR_URL)`) is checked whole by its loader and
+its plan written by the same writer, `store.catalog.write_plan`.
 """
 
 from __future__ import annotations
@@ -36,17 +40,12 @@ from loaders.common.format_plan import bundle_problems, plan_bundles
 from loaders.common.http import Response, SourceUnreachable
 from loaders.common.progress import import_progress
 from loaders.common.report import ImportReport, timed_import
-from loaders.common.source import FormatBundle, RecordGroup, Rejected, RunManifests, Skipped, SourceLoader
-from loaders.kernelindex_catalog.cli import CatalogReport, print_report
-from loaders.kernelindex_catalog.discover import locate
-from loaders.kernelindex_catalog.fetch import CatalogRefused, fetch
-from loaders.kernelindex_catalog.normalize import normalize
-from loaders.kernelindex_catalog.parse import parse
-from loaders.kernelindex_catalog.publish import plan_write
+from loaders.common.source import FormatBundle, RecordGroup, Rejected, RunManifests, Skipped, SourceLoader, WholeSourceLoader
 from loaders.sources import get
 from registry.digest import sha256_digest
 from store.bundle import Bundle
-from store.catalog import imported, write_plan
+from store.catalog import imported as catalog_imported
+from store.catalog import write_plan
 from store.client import Database
 from store.publish import publish_many
 from store.snapshots import save_snapshots
@@ -176,15 +175,24 @@ async def run_import(
     console: Console | None = None,
     source: Any = None,
     batch_size: int | None = None,
+    target: str | None = None,
+    skip_if_imported: bool = False,
     **selection: Any,
 ) -> ImportReport:
     """Import one registered source from its live API (`base_url`, default the source's) or a
     snapshot directory; `selection`: the source's own options (e.g. `kernels=[51]`); `limit`: at
-    most this many records per unit. Raises the source's `fatal` errors when nothing can be
-    imported (its index unreachable or unusable); everything smaller is in the report."""
+    most this many records per unit. A source read whole (`WholeSourceLoader`) reads `target`
+    instead (FILE|URL), and with `skip_if_imported` (serve's start) nothing more when that exact
+    input is recorded as imported. Raises the source's `fatal` errors when nothing can be
+    imported (its index unreachable or unusable, an export refused); everything smaller is in
+    the report."""
     loader = _loader(source_key)
     if db is None and not dry_run:
         raise ValueError("a database is needed unless dry_run")
+    if isinstance(loader, WholeSourceLoader):
+        if target is None:
+            raise ValueError(f"{loader.key} reads a target (FILE|URL)")
+        return await _run_whole(loader, db, target=target, dry_run=dry_run, console=console, skip_if_imported=skip_if_imported)
     show_progress = console is not None  # no console (e.g. `serve`'s bootstrap): quiet
     console = console or Console(stderr=True)
     source = source or loader.open(snapshot_dir, base_url)
@@ -226,58 +234,68 @@ async def run_import(
 async def import_command(source_key: str | SourceLoader, db: Database | None, *, console: Console | None = None, **options: Any) -> int:
     """What `kernelindex import SOURCE` runs: the import, then its report. Exit code: 0 all
     imported, 1 some records rejected (each reported), 2 nothing could be imported (one
-    `error`-styled line naming why)."""
+    `error`-styled line naming why, or for a source read whole one `error:` line per problem)."""
     loader = _loader(source_key)
     console = console or Console()
     try:
         report = await run_import(loader, db, console=console, **options)
     except loader.fatal as error:
-        console.print(f"[bold red]{loader.title} import failed:[/bold red] {error}")
+        if isinstance(loader, WholeSourceLoader):
+            loader.print_fatal(error, console)
+        else:
+            console.print(f"[bold red]{loader.title} import failed:[/bold red] {error}")
         return 2
     loader.print_report(report, console)
+    if isinstance(loader, WholeSourceLoader):
+        return loader.exit_code(report)
     return 1 if report.rejected else 0
 
 
 async def import_bundled(db: Database, data_dir: Path) -> None:
     """`serve`'s start-up data: every registered source whose folder under `data_dir` exists
     (data/snapshots/KEY/ unless the loader names another), quietly and idempotently."""
-    from loaders.sources import loaders
-
-    for loader in loaders():
-        folder = data_dir / (loader.bundled or f"snapshots/{loader.key}")
-        if folder.is_dir():
+    for loader, folder in bundled_sources(data_dir):
+        if isinstance(loader, WholeSourceLoader):
+            await run_import(loader, db, target=str(folder), console=None, skip_if_imported=True)
+        else:
             await run_import(loader, db, snapshot_dir=folder, console=None)
 
 
-# ---------------------------------------------------------------- the KernelIndex catalog export
+def bundled_sources(data_dir: Path) -> list[tuple[SourceLoader, Path]]:
+    """The registered sources with data under `data_dir` (data/snapshots/KEY/ unless the loader
+    names another folder), in registration order: what `serve` imports on start."""
+    from loaders.sources import loaders
+
+    found = []
+    for loader in loaders():
+        folder = data_dir / (loader.bundled or f"snapshots/{loader.key}")
+        present = loader.bundled_present(folder) if isinstance(loader, WholeSourceLoader) else folder.is_dir()
+        if present:
+            found.append((loader, folder))
+    return found
+
+
+# ---------------------------------------------------------------- sources read whole
 #
-# An export is checked whole before anything is written (loaders/kernelindex_catalog/: fetch,
-# parse, normalize, plan), then written in bulk by store.catalog (objects, runs, cohorts, record
-# history), not run by run through publish_many: 7,857 runs in 1,912 cohorts, each cohort ranked
-# once.
+# A source read whole (the KernelIndex catalog export) is checked whole before anything is written
+# (its loader's `plan`: fetch, parse, verify, plan), then written by the format's one writer
+# (store.catalog.write_plan) in bulk: 7,857 runs in 1,912 cohorts, each cohort ranked once.
 
 
-async def run_catalog_import(
-    db: Database | None,
-    *,
-    target: str,
-    dry_run: bool = False,
-    console: Console | None = None,
-    skip_if_imported: bool = False,
-) -> CatalogReport:
-    """Raise CatalogRefused when the export cannot be imported (nothing written)."""
-    if db is None and not dry_run:
-        raise ValueError("a database is needed unless dry_run")
+async def _run_whole(
+    loader: WholeSourceLoader, db: Database | None, *, target: str, dry_run: bool, console: Console | None, skip_if_imported: bool
+) -> Any:
+    """Raise the loader's `fatal` error when the input cannot be imported (nothing written)."""
     show = console is not None
     console = console or Console(stderr=True)
-    report = CatalogReport(target=target, dry_run=dry_run)
+    report = loader.new_report(target, dry_run)
     started = time.perf_counter()
     phase = started
     with Progress(
         TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"), TimeElapsedColumn(),
         console=console, transient=False, disable=not show,
     ) as progress:  # fmt: skip
-        task = progress.add_task("read the export", total=5)
+        task = progress.add_task(f"read the {loader.title}", total=loader.steps)
 
         def step(name: str, description: str) -> None:
             nonlocal phase
@@ -286,36 +304,13 @@ async def run_catalog_import(
             phase = now
             progress.update(task, advance=1, description=description)
 
-        fetched = await fetch(locate(target))
-        report.file_name, report.sha256, report.notes = fetched.file_name, fetched.sha256, list(fetched.notes)
-        if skip_if_imported and db is not None and await imported(db, fetched.sha256) is not None:
-            report.skipped_as_imported = True
-            report.seconds = time.perf_counter() - started
-            return report
-        step("fetch", "decompress")
-        parsed = parse(fetched)
-        step("decompress and parse", f"check {len(parsed.lines):,} rows")
-        catalog = normalize(fetched.file_name, parsed)
-        report.read, report.refused = catalog.read, catalog.refused
-        step("check digests and rows", "prepare documents")
-        plan = plan_write(catalog, fetched, datetime.now(UTC))
-        step("prepare documents", "write" if not dry_run else "dry run: nothing written")
-        if not dry_run:
-            report.outcome = await write_plan(db, plan, datetime.now(UTC))
-        step("write", "done")
+        async def imported(sha256: str) -> bool:
+            return skip_if_imported and db is not None and await catalog_imported(db, sha256) is not None
+
+        plan = await loader.plan(target, report, step, imported)
+        if plan is not None:
+            if not dry_run:
+                report.outcome = await write_plan(db, plan, datetime.now(UTC))
+            step("write", "done")
     report.seconds = time.perf_counter() - started
     return report
-
-
-async def catalog_import_command(db: Database | None, *, target: str, dry_run: bool, console: Console) -> int:
-    """Exit code: 0 all imported, 1 some rows refused (each reported), 2 the export refused as a
-    whole (one `error:` line per problem; nothing written)."""
-    try:
-        report = await run_catalog_import(db, target=target, dry_run=dry_run, console=console)
-    except CatalogRefused as refused:
-        for problem in refused.problems:
-            console.print(f"error: {problem}", markup=False, highlight=False, soft_wrap=True)
-        console.print("error: nothing was written", markup=False, highlight=False, soft_wrap=True)
-        return 2
-    print_report(report, console)
-    return 1 if report.refused else 0

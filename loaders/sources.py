@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 SOURCES: list[str] = [
     "loaders.sol_execbench.loader",
     "loaders.gpumode.loader",
+    # Read whole (loaders/common/source.py WholeSourceLoader); last, so that `serve` imports it
+    # after the snapshots (our own objects' metadata is the one kept).
+    "loaders.kernelindex_catalog.loader",
 ]
 
 

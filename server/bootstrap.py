@@ -1,11 +1,10 @@
 """Data on first start: what `serve` loads, idempotently, before it answers requests.
 
-- `data/snapshots/<source>/`: saved responses of each source registered in loaders/sources.py
-  (SOL-ExecBench's), imported through the pipeline (loaders/pipeline.py `import_bundled`). The
-  synthetic GPU MODE boards are test fixtures now (tests/fixtures/gpumode-synthetic/).
-- `data/kernelindex-catalog/`: the KernelIndex public catalog export (its latest.json names the
-  file), imported after the snapshots (so our own objects' metadata is the one kept) unless its
-  import record is stored already: a restart reads nothing of it.
+- every source registered in loaders/sources.py with data here, in registration order, through
+  the pipeline (loaders/pipeline.py `bundled_sources`, `run_import`): `data/snapshots/<source>/`,
+  saved responses (SOL-ExecBench's; the synthetic GPU MODE boards are test fixtures now,
+  tests/fixtures/gpumode-synthetic/), then `data/kernelindex-catalog/`, the KernelIndex public
+  catalog export (its latest.json names the file), skipped when its import record is stored.
 - `data/controlled/**/manifests.json`: our own harness's manifests (definitions, workloads,
   protocols, environments, implementations, runs).
 - `data/code-pins.json`: the commits holding the code of revisions published without one.
@@ -21,9 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from loaders.kernelindex_catalog.fetch import CatalogRefused
+from loaders.common.source import WholeSourceLoader
 from loaders.manifest_files import read_manifests
-from loaders.pipeline import run_catalog_import
+from loaders.pipeline import bundled_sources, run_import
 from registry.code import PinsError, parse_pins
 from registry.dsse import keyid, load_public_key
 from server.settings import Settings
@@ -64,6 +63,17 @@ def _import_line(report) -> str:
     return f"{report.new} runs new, {report.unchanged} unchanged, {report.superseded} superseded"
 
 
+def _step_name(loader) -> str:
+    return f"the {loader.title} export" if isinstance(loader, WholeSourceLoader) else f"the {loader.title} snapshot"
+
+
+def _whole_line(report) -> str:
+    if report.skipped_as_imported:
+        return "skipped: its import record says it is in"
+    outcome = report.outcome
+    return f"{outcome.runs_new} runs new, {outcome.runs_unchanged} unchanged" if outcome else "done"
+
+
 def _set_line(report) -> str:
     counts = {"new": 0, "unchanged": 0, "superseded": 0}
     for outcome in report.runs:
@@ -81,23 +91,9 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path, say: Callable[
         await ensure_schema(db)
         controlled = sorted((data_dir / "controlled").rglob("manifests.json"))
         verified = sorted((data_dir / "verified").glob("*.json"))
-        from loaders.pipeline import run_import
-        from loaders.sources import loaders
-
-        # Every registered source whose folder under data_dir exists (as loaders.pipeline.import_bundled).
-        sources = [(loader, data_dir / (loader.bundled or f"snapshots/{loader.key}")) for loader in loaders()]
-        sources = [(loader, folder) for loader, folder in sources if folder.is_dir()]
-        steps = [f"the {loader.title} snapshot" for loader, _ in sources]
-        catalog_present = (data_dir / "kernelindex-catalog" / "latest.json").is_file()
-        steps += [
-            name
-            for name, present in (
-                ("the KernelIndex public catalog", catalog_present),
-                ("the controlled runs", bool(controlled)),
-                ("the verified reruns", bool(verified)),
-            )
-            if present
-        ]
+        sources = bundled_sources(data_dir)
+        steps = [_step_name(loader) for loader, _ in sources]
+        steps += [name for name, present in (("the controlled runs", bool(controlled)), ("the verified reruns", bool(verified))) if present]
 
         async def step(name: str, work, line) -> None:
             number = steps.index(name) + 1
@@ -107,21 +103,22 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path, say: Callable[
             say(f"bundled data {number}/{len(steps)}: {name}: {line(result)} ({time.monotonic() - started:.1f} s)")
 
         for loader, folder in sources:
-            await step(
-                f"the {loader.title} snapshot",
-                lambda loader=loader, folder=folder: run_import(loader, db, snapshot_dir=folder, console=None),
-                _import_line,
-            )
-        catalog = data_dir / "kernelindex-catalog"
-        if (catalog / "latest.json").is_file():
+            if isinstance(loader, WholeSourceLoader):
 
-            async def import_catalog():
-                try:
-                    await run_catalog_import(db, target=str(catalog), console=None, skip_if_imported=True)
-                except CatalogRefused as refused:
-                    raise BootstrapError(f"{catalog}: " + "; ".join(refused.problems)) from None
+                async def import_whole(loader=loader, folder=folder):
+                    try:
+                        return await run_import(loader, db, target=str(folder), console=None, skip_if_imported=True)
+                    except loader.fatal as error:
+                        problems = getattr(error, "problems", None) or [str(error)]
+                        raise BootstrapError(f"{folder}: " + "; ".join(problems)) from None
 
-            await step("the KernelIndex public catalog", import_catalog, lambda _: "done (skipped when its import record says it is in)")
+                await step(_step_name(loader), import_whole, _whole_line)
+            else:
+                await step(
+                    _step_name(loader),
+                    lambda loader=loader, folder=folder: run_import(loader, db, snapshot_dir=folder, console=None),
+                    _import_line,
+                )
         manifests = []
         for path in controlled:
             manifests += read_manifests(path)

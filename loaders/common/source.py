@@ -175,6 +175,7 @@ class SourceLoader:
     fatal: ClassVar[tuple[type[Exception], ...]] = (FetchError,)  # nothing could be imported: exit 2
     bundled: ClassVar[str | None] = None  # the folder under data/ that `serve` imports (default snapshots/KEY)
     batch_size: ClassVar[int] = 2000
+    takes_target: ClassVar[bool] = False  # a positional FILE|URL (WholeSourceLoader) instead of --snapshot/--base-url
 
     def open(self, snapshot_dir: Path | None, base_url: str | None) -> Any:
         raise NotImplementedError
@@ -205,3 +206,30 @@ class SourceLoader:
 
     def progress_runs(self, report: ImportReport) -> int:
         return report.parsed
+
+
+class WholeSourceLoader(SourceLoader):
+    """A source read and checked whole before anything is written (the KernelIndex catalog
+    export): `kernelindex import KEY FILE|URL` (the target is required, the per-record options
+    are not its), and `serve` imports its `bundled` folder when `bundled_present` says so. The
+    pipeline runs `plan` under a progress bar of `steps` steps (`step(name, next description)`
+    after each; `imported(sha256)`: whether that exact input is recorded as imported, so `plan`
+    returns None and nothing is read further) and writes the plan it returns with the format's
+    one writer (store.catalog.write_plan), setting `report.outcome`; a `fatal` error means nothing
+    was written (`print_fatal` says why)."""
+
+    takes_target: ClassVar[bool] = True
+    target_help: ClassVar[str] = "what to import"
+    steps: ClassVar[int] = 1
+
+    def print_fatal(self, error: Exception, console: Console) -> None:
+        console.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
+
+    def exit_code(self, report: Any) -> int:
+        return 0
+
+    def bundled_present(self, folder: Path) -> bool:
+        return folder.is_dir()
+
+    async def plan(self, target: str, report: Any, step: Callable[[str, str], None], imported: Callable[[str], Any]) -> Any:
+        raise NotImplementedError

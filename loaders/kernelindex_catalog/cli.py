@@ -1,8 +1,9 @@
 """The report of `kernelindex import kernelindex-catalog FILE|URL` and how it is printed.
 
-The steps are strung together by the import pipeline (loaders/pipeline.py `run_catalog_import`,
-`catalog_import_command`), the only part of an import that holds the database: it reads the whole
-export and checks it (fetch → parse → normalize here) before anything is written; an export
+The steps are strung together by this source's loader (loader.py, a WholeSourceLoader) and run by
+the import pipeline (loaders/pipeline.py `run_import`, `import_command`), the only part of an import
+that holds the database: the whole export is read and checked (fetch → parse → normalize → plan)
+before anything is written; an export
 refused as a whole raises `CatalogRefused` (its problems are printed as `error:` lines, exit code
 2) and writes nothing. Rows refused one by one are reported with their reason (exit code 1).
 """

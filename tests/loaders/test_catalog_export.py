@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 
 from rich.console import Console
 
-from loaders.pipeline import run_catalog_import as run_import
+from loaders import pipeline
 from tests.command import kernelindex
 from tests.loaders.catalog_exports import subset, write_export
+
+# the catalog export is a registered source read whole (loaders/kernelindex_catalog/loader.py)
+run_import = functools.partial(pipeline.run_import, "kernelindex-catalog")
 
 
 async def _state(db) -> dict:

@@ -5,6 +5,7 @@ an unknown table (nothing written)."""
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import json
 from collections import Counter
@@ -13,16 +14,19 @@ import pytest
 import zstandard
 from rich.console import Console
 
+from loaders import pipeline
 from loaders.kernelindex_catalog.discover import locate
 from loaders.kernelindex_catalog.fetch import CatalogRefused, fetch
 from loaders.kernelindex_catalog.normalize import normalize
 from loaders.kernelindex_catalog.parse import parse
-from loaders.pipeline import run_catalog_import as run_import
 from registry.comparison import cohort_of
 from registry.digest import digest_of
 from registry.digest_check import identity
 from tests.command import kernelindex
 from tests.loaders.catalog_exports import BUNDLED, BUNDLED_DIR, bundled_lines, subset, write_export
+
+# the catalog export is a registered source read whole (loaders/kernelindex_catalog/loader.py)
+run_import = functools.partial(pipeline.run_import, "kernelindex-catalog")
 
 
 def quiet() -> Console:

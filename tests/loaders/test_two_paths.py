@@ -83,7 +83,7 @@ async def sol(db, snapshot):
 
 
 async def cat(db, target):
-    return await pipeline.run_catalog_import(db, target=str(target), console=quiet())
+    return await pipeline.run_import("kernelindex-catalog", db, target=str(target), console=quiet())
 
 
 async def check_cohort(db):
