@@ -82,15 +82,19 @@ class _Import:
 
     async def start(self) -> None:
         # A first import (no current run of this source yet): nothing can be unchanged, no lookups.
-        if not self.report.dry_run and await has_current_runs(self.db, self.loader.key):
-            self.lookup = self.db
+        if not self.report.dry_run:
+            for source in (self.loader.key, *self.loader.run_sources):
+                if await has_current_runs(self.db, source):
+                    self.lookup = self.db
+                    break
 
     async def unchanged(self, group: RecordGroup) -> set[str]:
         """The external ids of the group whose current run was made from the same record."""
         if self.lookup is None or not group.records:
             return set()
         wanted = {r.external_id: r.fingerprint for r in group.records}
-        stored = await stored_fingerprints(self.lookup, self.loader.key, list(wanted), definition_digest=group.definition_digest)
+        source = group.source or self.loader.key
+        stored = await stored_fingerprints(self.lookup, source, list(wanted), definition_digest=group.definition_digest)
         return {external_id for external_id, fingerprint in wanted.items() if stored.get(external_id) == fingerprint}
 
     async def build(self, groups: Sequence[RecordGroup]) -> None:

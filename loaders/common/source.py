@@ -96,6 +96,9 @@ class RecordGroup:
 
     definition_digest: str | None
     records: list[Record] = field(default_factory=list)
+    # The source its runs are stored under, when it is not the loader's key (GPU MODE's boards
+    # with the catalog's identity: `gpumode-kernelbot`); where their fingerprints are looked up.
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,7 @@ class SourceLoader:
     bundled: ClassVar[str | None] = None  # the folder under data/ that `serve` imports (default snapshots/KEY)
     batch_size: ClassVar[int] = 2000
     takes_target: ClassVar[bool] = False  # a positional FILE|URL (WholeSourceLoader) instead of --snapshot/--base-url
+    run_sources: ClassVar[tuple[str, ...]] = ()  # other sources its runs are stored under (RecordGroup.source)
 
     def open(self, snapshot_dir: Path | None, base_url: str | None) -> Any:
         raise NotImplementedError

@@ -312,6 +312,7 @@ class GpuModeLoader(SourceLoader):
         ),
     )
     selects = "boards"
+    run_sources = (catalog_identity.SOURCE,)  # the boards the catalog curates (catalog_identity.py)
     limit_help = "rows per config"
     fatal = (FetchError, ParseError)
 
@@ -352,6 +353,7 @@ class GpuModeLoader(SourceLoader):
             if group.definition_digest is None:
                 curated = catalog_identity.problem_for(candidate.board.name)
                 group.definition_digest = curated.operation_digest if curated else definition_for(candidate.board)[1]
+                group.source = catalog_identity.SOURCE if curated else None
             if records is not None:
                 group.records.extend(records)
             else:

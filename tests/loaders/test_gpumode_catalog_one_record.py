@@ -20,6 +20,7 @@ from rich.console import Console
 
 from loaders import pipeline
 from loaders.gpumode.fetch import HttpSource
+from loaders.gpumode.loader import GpuModeLoader
 from tests.loaders import gpumode_synthetic
 from tests.loaders.catalog_exports import one_submission_with_code, write_export
 from tests.loaders.datasets_server import DatasetsServer
@@ -32,6 +33,16 @@ FLAT_BOARD_ID = 598  # a placeholder too
 CODE = "# SYNTHETIC stand-in for submission 30771's code (the export holds only its digest)\nimport torch\n"
 
 import_gpumode = functools.partial(pipeline.run_import, "gpumode")
+
+
+class Counting(GpuModeLoader):
+    """The GPU MODE loader, counting the records it is asked to build."""
+
+    built = 0
+
+    def normalize(self, record):
+        self.built += 1
+        return super().normalize(record)
 
 
 def quiet() -> Console:
@@ -98,8 +109,10 @@ async def test_dataset_first_then_the_catalog(db, api, tmp_path):
         assert (first.new, first.rejected) == (19, [])
         report = await pipeline.run_catalog_import(db, target=str(export), console=quiet())
         assert report.outcome.runs_new == 0 and report.outcome.runs_unchanged == 19
-        again = await import_gpumode(db, source=source(server.base_url), console=quiet())
+        counting = Counting()
+        again = await pipeline.run_import(counting, db, source=source(server.base_url), console=quiet())
         assert (again.new, again.superseded, again.unchanged) == (0, 0, 19)
+        assert counting.built == 0  # unchanged by their fingerprints (gpumode-kernelbot), not rebuilt
     await _one_record(db, api, lines, extra=1)
     (flat,) = export_runs(lines, FLAT_SUBMISSION)
     doc = await db.runs.find_one({"externalId": FLAT_SUBMISSION})
