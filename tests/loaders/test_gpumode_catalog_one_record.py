@@ -33,6 +33,7 @@ FLAT_BOARD_ID = 598  # a placeholder too
 CODE = "# SYNTHETIC stand-in for submission 30771's code (the export holds only its digest)\nimport torch\n"
 
 import_gpumode = functools.partial(pipeline.run_import, "gpumode")
+import_catalog = functools.partial(pipeline.run_import, "kernelindex-catalog")
 
 
 class Counting(GpuModeLoader):
@@ -107,7 +108,7 @@ async def test_dataset_first_then_the_catalog(db, api, tmp_path):
     with DatasetsServer(with_flat_board(dataset())) as server:
         first = await import_gpumode(db, source=source(server.base_url), console=quiet())
         assert (first.new, first.rejected) == (19, [])
-        report = await pipeline.run_catalog_import(db, target=str(export), console=quiet())
+        report = await import_catalog(db, target=str(export), console=quiet())
         assert report.outcome.runs_new == 0 and report.outcome.runs_unchanged == 19
         counting = Counting()
         again = await pipeline.run_import(counting, db, source=source(server.base_url), console=quiet())
@@ -123,7 +124,7 @@ async def test_dataset_first_then_the_catalog(db, api, tmp_path):
 async def test_the_catalog_first_then_the_dataset(db, api, tmp_path):
     lines = one_submission_with_code(SUBMISSION, CODE)
     export = write_export(tmp_path / "export", lines)
-    report = await pipeline.run_catalog_import(db, target=str(export), console=quiet())
+    report = await import_catalog(db, target=str(export), console=quiet())
     assert report.outcome.runs_new == 18
     with DatasetsServer(dataset()) as server:
         after = await import_gpumode(db, source=source(server.base_url), console=quiet())
@@ -139,7 +140,7 @@ async def test_without_its_code_it_is_still_one_record_in_each_cohort(db, api, t
     lines = one_submission_with_code(SUBMISSION, None)
     export = write_export(tmp_path / "export", lines)
     catalog_digests = {row["row"]["runDigest"] for row in lines if row["table"] == "benchmark_runs"}
-    await pipeline.run_catalog_import(db, target=str(export), console=quiet())
+    await import_catalog(db, target=str(export), console=quiet())
     with DatasetsServer(dataset(code=None)) as server:
         report = await import_gpumode(db, source=source(server.base_url), console=quiet())
     assert report.rejected == []
@@ -154,5 +155,5 @@ async def test_without_its_code_it_is_still_one_record_in_each_cohort(db, api, t
     nodes = (await api.data(RUNS))["runs"]["nodes"]
     assert len(nodes) == 18 and all(n["group"]["size"] == 1 for n in nodes)
     # and the export again writes nothing: its runs are that record, reconciled
-    again = await pipeline.run_catalog_import(db, target=str(export), console=quiet())
+    again = await import_catalog(db, target=str(export), console=quiet())
     assert again.outcome.runs_new == 0 and await db.runs.count_documents({"current": True}) == 18
