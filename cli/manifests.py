@@ -64,15 +64,18 @@ def _export_catalog(args: argparse.Namespace, settings: Settings) -> int:
         return fail("--kind: not with --catalog (a catalog export holds every kind)")
     if not args.catalog.name.endswith(".jsonl.zst"):
         return fail(f"--catalog: {args.catalog}: the file name must end in .jsonl.zst")
-    from cli.catalog_export import export_catalog
+    from server.exports import write_export
 
     async def export(db) -> dict:
-        return await export_catalog(db, args.catalog)
+        return await write_export(db, args.catalog.parent, name=args.catalog.name)
 
     pointer = with_db(settings, export)
     counts = ", ".join(f"{table} {count:,}" for table, count in pointer["counts"].items())
     print(f"{args.catalog} · {pointer['lines']:,} lines · {pointer['sizeBytes']:,} bytes · sha256 {pointer['sha256']}", file=sys.stderr)
     print(f"{counts}; latest.json beside it", file=sys.stderr)
+    if pointer["leftOut"]:
+        left = ", ".join(f"{table} {count:,}" for table, count in pointer["leftOut"].items())
+        print(f"left out (not v1alpha1 manifests, which import kernelindex-catalog could not read back): {left}", file=sys.stderr)
     return 0
 
 

@@ -5,7 +5,8 @@
 //   not speak the gateway's default SSE transport. connection_init's payload (the API key of
 //   benchmarkJobUpdated) is passed on.
 // - Every path but /graphql (and the gateway's own health checks) goes to the web process
-//   (pages, GraphiQL, static files) at KERNELINDEX_WEB_URL; /healthz answers "ok" here.
+//   (pages, GraphiQL, static files) at KERNELINDEX_WEB_URL, but /exports/ (bulk exports) to the
+//   registry subgraph at KERNELINDEX_EXPORTS_URL; /healthz answers "ok" here.
 import { maxAliasesPlugin } from "@escape.tech/graphql-armor-max-aliases";
 import { maxDepthPlugin } from "@escape.tech/graphql-armor-max-depth";
 import { maxDirectivesPlugin } from "@escape.tech/graphql-armor-max-directives";
@@ -457,8 +458,13 @@ function codeEveryError() {
   };
 }
 
-function forwardPagesTo(webUrl) {
+// Paths under /exports/ (the bulk exports, server/exports.py) go to the registry subgraph at
+// KERNELINDEX_EXPORTS_URL, which reads the database; every other path to the web process.
+const EXPORTS_PREFIX = "/exports/";
+
+function forwardPagesTo(webUrl, exportsUrl) {
   const webOrigin = webUrl ? new URL(webUrl).origin : null;
+  const exportsOrigin = exportsUrl ? new URL(exportsUrl).origin : null;
   return {
     async onRequest({ request, url, serverContext, endResponse, fetchAPI }) {
       if (GATEWAY_PATHS.has(url.pathname)) return;
@@ -470,8 +476,9 @@ function forwardPagesTo(webUrl) {
       // Node's raw request target (the URL Hive Gateway builds from it has already been resolved).
       const raw = serverContext?.req?.url ?? url.pathname + url.search;
       const target = pageTarget(raw);
-      const upstreamUrl = target === null ? null : new URL(webOrigin + target);
-      if (upstreamUrl === null || upstreamUrl.origin !== webOrigin) {
+      const origin = exportsOrigin && url.pathname.startsWith(EXPORTS_PREFIX) ? exportsOrigin : webOrigin;
+      const upstreamUrl = target === null ? null : new URL(origin + target);
+      if (upstreamUrl === null || upstreamUrl.origin !== origin) {
         endResponse(new fetchAPI.Response("not found", { status: 404, headers: { "content-type": "text/plain" } }));
         return;
       }
@@ -481,7 +488,7 @@ function forwardPagesTo(webUrl) {
       try {
         upstream = await fetchAPI.fetch(upstreamUrl, init);
       } catch {
-        endResponse(new fetchAPI.Response("the web process is not answering", { status: 502 }));
+        endResponse(new fetchAPI.Response(`the ${origin === webOrigin ? "web process" : "registry subgraph"} is not answering`, { status: 502 }));
         return;
       }
       const responseHeaders = new fetchAPI.Headers(upstream.headers);
@@ -539,7 +546,7 @@ export const gatewayConfig = defineConfig({
     [
       readinessChecks(HEALTH_URLS, READINESS_TIMEOUT_MS),
       on("body") && limitRequestBodies(MAX_BODY_BYTES),
-      on("web") && forwardPagesTo(process.env.KERNELINDEX_WEB_URL),
+      on("web") && forwardPagesTo(process.env.KERNELINDEX_WEB_URL, process.env.KERNELINDEX_EXPORTS_URL),
       on("deadline") && requestDeadline(LIMITS.requestDeadlineMs),
       ...(on("limits") ? queryLimits(LIMITS) : []),
       subscriptionsOverWebSocketOnly(),

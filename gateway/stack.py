@@ -137,6 +137,8 @@ class Stack:
                 **env,
                 **self.settings.gateway_env(),
                 "KERNELINDEX_WEB_URL": f"http://{LOOPBACK}:{web_port}",
+                # /exports/ (bulk exports, server/exports.py) is the registry subgraph's.
+                "KERNELINDEX_EXPORTS_URL": self.subgraph_urls["registry"].removesuffix("/graphql"),
                 # /readiness asks each subgraph's /healthz (which pings the database).
                 "KERNELINDEX_HEALTH_URLS": ",".join(u.removesuffix("/graphql") + "/healthz" for u in self.subgraph_urls.values()),
                 # Hive Router's Rust query planner (@graphql-hive/router-runtime): the dossier 8 %

@@ -48,6 +48,7 @@ from store.catalog import imported as catalog_imported
 from store.catalog import write_plan
 from store.client import Database
 from store.publish import publish_many
+from store.records import seed_from_catalog
 from store.snapshots import save_snapshots
 from store.source_records import has_current_runs, remember, stored_fingerprints
 
@@ -316,5 +317,9 @@ async def _run_whole(
             if not dry_run:
                 report.outcome = await write_plan(db, plan, datetime.now(UTC))
             step("write", "done")
+        elif skip_if_imported and db is not None and not dry_run:
+            # Recorded as imported: a database imported before the ledger was seeded from the
+            # catalog's record events gets them now (store/records.seed_from_catalog; idempotent).
+            await seed_from_catalog(db, datetime.now(UTC))
     report.seconds = time.perf_counter() - started
     return report

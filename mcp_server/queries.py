@@ -133,8 +133,14 @@ RUNS = (
 
 DEFINITION_ID = """query DefinitionId($name: String!) { definition(name: $name) { id } }"""
 
+# Every operation's groups, a page of searchDefinitions at a time (RECORDS_PAGE of them: the
+# group summaries of 50 operations cost about 3,550, under the API's limit of 5,000).
+RECORDS_PAGE = 50
 RECORDS = (
-    """query Records { definitions { id name title comparisonGroups { ...GroupSummary } } }
+    """query Records($first: Int!, $after: String) { searchDefinitions(first: $first, after: $after) {
+  pageInfo { hasNextPage endCursor }
+  nodes { id name title comparisonGroups { ...GroupSummary } }
+} }
 """
     + GROUP_SUMMARY
 )
@@ -157,7 +163,11 @@ GROUP = (
     + RUN_SUMMARY
 )
 
-GPUS = """query Gpus { definitions { name comparisonGroups { size gpu { product architecture display } } } }"""
+GPUS_PAGE = 100
+GPUS = """query Gpus($first: Int!, $after: String) { searchDefinitions(first: $first, after: $after) {
+  pageInfo { hasNextPage endCursor }
+  nodes { name comparisonGroups { size gpu { product architecture display } } }
+} }"""
 
 ATTESTATION = """query Attestation($id: ID!) { node(id: $id) { __typename ... on Attestation {
   id digest subjectDigest predicateType author keyId verified attestedAt measurement envelope

@@ -70,6 +70,17 @@ class Registry:
             rpc = INTERNAL_ERROR if code in ("UNAVAILABLE", "API_ERROR", "INTERNAL_SERVER_ERROR") else INVALID_PARAMS
             raise ToolFailure(code, str(error), rpc_code=rpc) from None
 
+    def every_definition(self, document: str, first: int) -> list[Doc]:
+        """Every definition, by name, through searchDefinitions pages of `first`."""
+        found: list[Doc] = []
+        after = None
+        while True:
+            page = self.query(document, {"first": first, "after": after})["searchDefinitions"]
+            found.extend(page["nodes"])
+            if not page["pageInfo"]["hasNextPage"]:
+                return found
+            after = page["pageInfo"]["endCursor"]
+
     def operation_link(self, name: str) -> str:
         return f"{self.public}/operations/{quote(name, safe='')}"
 
@@ -116,17 +127,22 @@ def _need_type(node: Doc | None, type_name: str, id: str) -> Doc:
     return node
 
 
-def build_server(api: ApiClient, public_url: str) -> MCPServer:
-    return build(api, public_url)[0]
+def build_server(api: ApiClient, public_url: str, *, token_verifier: Any = None, auth: Any = None) -> MCPServer:
+    """`token_verifier` and `auth`: the SDK's bearer check (mcp_server/http.py), for HTTP."""
+    return build(api, public_url, token_verifier=token_verifier, auth=auth)[0]
 
 
-def build(api: ApiClient, public_url: str) -> tuple[MCPServer, dict[str, Callable[..., Doc]]]:
+def build(
+    api: ApiClient, public_url: str, *, token_verifier: Any = None, auth: Any = None
+) -> tuple[MCPServer, dict[str, Callable[..., Doc]]]:
     """The MCP server, and its tools as plain functions (the reading CLI calls the same ones, so
     `kernelindex runs --json` and the `list_runs` tool give one document)."""
     registry = Registry(api, public_url)
     functions: dict[str, Callable[..., Doc]] = {}
     server = MCPServer(
         "kernelindex",
+        token_verifier=token_verifier,
+        auth=auth,
         title="KernelIndex",
         log_level="WARNING",  # the SDK's logging setup would otherwise print every HTTP request on stderr
         instructions=(
@@ -289,7 +305,7 @@ def build(api: ApiClient, public_url: str) -> tuple[MCPServer, dict[str, Callabl
                 raise ToolFailure("NOT_FOUND", f"operation: no operation named {operation!r}", "operation")
             operations = [found]
         else:
-            operations = registry.query(queries.RECORDS)["definitions"]
+            operations = registry.every_definition(queries.RECORDS, queries.RECORDS_PAGE)
         records = []
         for op in operations:
             for g in op["comparisonGroups"]:
@@ -332,7 +348,7 @@ def build(api: ApiClient, public_url: str) -> tuple[MCPServer, dict[str, Callabl
     @tool("Every GPU with evidence: product, architecture, how many comparison groups and current runs, for which operations.")
     def list_gpus() -> Doc:
         gpus: dict[tuple[str, str], Doc] = {}
-        for op in registry.query(queries.GPUS)["definitions"]:
+        for op in registry.every_definition(queries.GPUS, queries.GPUS_PAGE):
             for g in op["comparisonGroups"]:
                 key = (g["gpu"]["product"], g["gpu"]["architecture"])
                 entry = gpus.setdefault(key, {**g["gpu"], "groups": 0, "runs": 0, "operations": []})

@@ -41,6 +41,7 @@ from graphql import (
     VariableNode,
     get_named_type,
     is_composite_type,
+    value_from_ast_untyped,
 )
 from strawberry.extensions import SchemaExtension
 from strawberry.federation.schema_directives import Cost, ListSize
@@ -92,6 +93,7 @@ class _Estimator:
         self.schema = schema
         self.variables = variables or {}
         self.fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+        self.defaults: dict[str, Any] = {}  # the operation's variables' defaults
 
     def selection_set(
         self, selections: SelectionSetNode | None, parent: Any, factor: int, sized: dict[str, int], seen: frozenset[str]
@@ -148,7 +150,8 @@ class _Estimator:
         if isinstance(given, IntValueNode):
             value = int(given.value)
         elif isinstance(given, VariableNode):
-            value = self.variables.get(given.name.value)
+            # not sent: the variable's default in the operation, else the argument's own default
+            value = self.variables.get(given.name.value, self.defaults.get(given.name.value, definition.args[name].default_value))
         elif given is None and name in definition.args:
             value = definition.args[name].default_value
         else:
@@ -162,6 +165,9 @@ class _Estimator:
             OperationType.SUBSCRIPTION: self.schema.subscription_type,
         }[operation.operation]
         extra = MUTATION_COST if operation.operation is OperationType.MUTATION else 0
+        self.defaults = {
+            v.variable.name.value: value_from_ast_untyped(v.default_value) for v in operation.variable_definitions or () if v.default_value
+        }
         return extra + self.selection_set(operation.selection_set, root, 1, {}, frozenset())
 
 

@@ -1,4 +1,5 @@
-"""The Starlette application: GraphQL (HTTP and WebSocket) at /graphql, plus a few plain routes."""
+"""The Starlette application: GraphQL (HTTP and WebSocket) at /graphql, plus a few plain routes
+(/healthz; the registry's bulk exports at /exports/, server/exports.py)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ from strawberry.types import ExecutionResult
 from resolvers.context import Context
 from resolvers.dataloaders import Loaders
 from server.auth import bearer_from_connection_params, bearer_from_headers, principal_for
+from server.exports import Exports
 from server.request_body import RequestBodyGuard
 from server.schema import build_schema
 from server.settings import Settings
 from server.websocket import MAX_SUBSCRIPTIONS_PER_CONNECTION, SubscriptionLimitHandler
 from store.client import database_timeout, make_client
+from store.embedded import home
 from store.event_stream import EventHub
 from store.schema import ensure_schema
 from web import create_web_app
@@ -144,6 +147,9 @@ def create_app(
             Route("/healthz", healthz),
         ]
     )
+    if subgraph in (None, "registry"):
+        # Bulk exports (server/exports.py), in HOME/exports: the gateway forwards /exports/ here.
+        app.router.routes.extend(Exports(home() / "exports", settings.public_url).routes())
     web = None
     if subgraph is None:
         # The pages query this server's own /graphql over HTTP semantics, in process (no socket).

@@ -39,6 +39,7 @@ from store import events, records
 from store.chunks import chunked
 from store.group_members import UNRANKED_ORDER, current_members, rank_order
 from store.publish import insert_ignoring_duplicates
+from store.records import seed_from_catalog
 from store.transactions import in_transaction
 
 # Collections the catalog adds beside the manifest collections (store/schema.py declares them).
@@ -62,6 +63,7 @@ class WriteOutcome:
     stored: set[str] = field(default_factory=set)  # runs of the plan found stored already (unchanged)
     groups_touched: int = 0
     history_new: int = 0
+    records_seeded: int = 0  # the ledger's changes of #1 from the record events (store/records.py)
     seconds: dict[str, float] = field(default_factory=dict)  # where the time went, by step
 
 
@@ -217,6 +219,9 @@ async def write_plan(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOutcom
         await _write_groups(db, plan, batch, by_group, history_new, now, leaving)
 
     outcome.seconds["runs, cohorts, history (transactions)"] = time.perf_counter() - started
+    # The catalog's record events as the ledger's changes of #1 (the group page's staircase,
+    # recordChanges), before the import's record: a crash in between is completed next time.
+    outcome.records_seeded = await seed_from_catalog(db, now)
     # 3. The import's record, last: its presence means everything above is stored.
     if plan.import_record is not None and await db[IMPORTS].find_one({"_id": key}, {"_id": 1}) is None:
         await db[IMPORTS].insert_one({"_id": key, **plan.import_record, "importedAt": now})

@@ -86,9 +86,13 @@ def definition_cursor(doc: Doc) -> str:
     return name if name is not None else V1_CURSOR + doc["metadata"]["name"]
 
 
-async def definitions_by_name(db: AsyncDatabase) -> list[Doc]:
-    ours = await db.definitions.find({"spec.name": {"$exists": True}}).sort("spec.name", 1).to_list()
-    return ours + await db.definitions.find({"spec.name": {"$exists": False}}).sort("metadata.name", 1).to_list()
+async def definitions_by_name(db: AsyncDatabase, limit: int | None = None) -> list[Doc]:
+    """Definitions by name (ours, then the v1alpha1 ones), at most `limit` of them."""
+    ours = await db.definitions.find({"spec.name": {"$exists": True}}).sort("spec.name", 1).limit(limit or 0).to_list()
+    if limit is not None and len(ours) >= limit:
+        return ours[:limit]
+    rest = db.definitions.find({"spec.name": {"$exists": False}}).sort("metadata.name", 1)
+    return ours + await rest.limit(0 if limit is None else limit - len(ours)).to_list()
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ from typing import Any
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
+from store import events
+
 Doc = dict[str, Any]
 CAUSES = ("new_run", "correction", "supersession", "retraction")
 
@@ -79,3 +81,69 @@ async def recent_records(
     if since is not None:
         query["at"] = {"$gt": since}
     return await db.records.find(query).sort("seq", -1).limit(first).to_list()
+
+
+def _moment(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+async def seed_from_catalog(db: AsyncDatabase, now: datetime) -> int:
+    """The record events of imported catalogs (`record_history`, store/catalog.py) as this ledger's
+    changes of #1, each group's oldest first, once (a ledger document names its event:
+    `catalogEvent`); then, where the group's #1 by our ranking is not the catalog's last #1, the
+    change to ours (cause `new_run`, at `now`: the import made it #1). Returns how many were written.
+
+    The catalog's causes are the same words as ours (its 2,948 events are all `new_run`). Each gets
+    a `seq` reserved from the event log's counter, in time order (so "newest first" by `seq`
+    holds across the whole import); no event is written for it (they were the catalog's events).
+    Idempotent: run after every catalog import and at start (for a database imported before)."""
+    history = db.record_history
+    if await history.estimated_document_count() == await db.records.count_documents({"catalogEvent": {"$exists": True}}):
+        return 0
+    seeded = set(await db.records.distinct("catalogEvent"))
+    fresh = [e async for e in history.find({}) if e["_id"] not in seeded and e.get("runDigest")]
+    groups = {g["_id"]: g async for g in db.comparison_groups.find({"_id": {"$in": sorted({e["comparisonKey"] for e in fresh})}})}
+    fresh = [e for e in fresh if e["comparisonKey"] in groups and _moment(e.get("at")) is not None]
+    if not fresh:
+        return 0
+    fresh.sort(key=lambda e: (_moment(e["at"]), e["_id"]))
+    last: dict[str, Doc] = {}
+    for e in fresh:
+        last[e["comparisonKey"]] = e
+    ours = [key for key, e in last.items() if groups[key].get("leaderDigest") != e["runDigest"]]
+    seq = await events.reserve(db, len(fresh) + len(ours))
+    docs = []
+    for e in fresh:
+        group = groups[e["comparisonKey"]]
+        docs.append(_ledger_doc(group, seq, _moment(e["at"]), e.get("cause") or "new_run", e["runDigest"], e.get("previousRunDigest")))
+        docs[-1]["catalogEvent"] = e["_id"]
+        seq += 1
+    for key in ours:
+        group = groups[key]
+        cause = "retraction" if group.get("leaderDigest") is None else "new_run"
+        docs.append(_ledger_doc(group, seq, now, cause, group.get("leaderDigest"), last[key]["runDigest"]))
+        seq += 1
+    from store.publish import insert_ignoring_duplicates
+
+    await insert_ignoring_duplicates(db.records, docs)
+    return len(docs)
+
+
+def _ledger_doc(group: Doc, seq: int, at: datetime, cause: str, run: str | None, previous: str | None) -> Doc:
+    return {
+        "_id": f"{group['_id']}:{seq}",
+        "groupKey": group["_id"],
+        "definitionDigest": group["definitionDigest"],
+        "gpu": group["gpu"],
+        "title": group.get("title", ""),
+        "seq": seq,
+        "at": at,
+        "cause": cause if cause in CAUSES else "new_run",
+        "runDigest": run,
+        "previousDigest": previous,
+    }

@@ -97,8 +97,8 @@ class ServedStack:
         assert "errors" not in body, body
         return body["data"]
 
-    def cli(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run([KERNELINDEX, *args], env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=120)
+    def cli(self, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+        return subprocess.run([KERNELINDEX, *args], env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=timeout)
 
     def stop(self) -> str:
         """SIGTERM (SIGKILL after 60 s), then everything it printed."""

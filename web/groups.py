@@ -66,7 +66,7 @@ async def group_page(request: Request) -> Response:
             f"{r['cause'].lower().replace('_', ' ')}: {r['run']['title'] or r['run']['name']}",
         )
         for r in group["records"]
-        if r["run"]
+        if r["run"] and r["run"]["primaryMeasurement"]  # a #1 without a primary measurement has no height
     ]
     rows = [edge["node"] for edge in connection["edges"]]
     mark_ties(rows)

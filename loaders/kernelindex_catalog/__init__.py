@@ -6,27 +6,6 @@ one `{"table": ..., "row": {...}}` object a line, Zstandard-compressed, with a `
 pointer beside it (`file`, `url`, `sha256`, `sizeBytes`, `lines`, `generatedAt`).
 """
 
-SOURCE = "kernelindex-catalog"
+from registry.catalog_format import KERNEL_TABLES, SERVING_TABLES, TABLES  # noqa: F401 (the format, one place)
 
-# The tables of the export, in the order the seed's exporter writes them (export-catalog.ts).
-KERNEL_TABLES = (
-    "sources",
-    "projects",
-    "operations",
-    "operation_aliases",
-    "workloads",
-    "implementations",
-    "benchmark_runs",
-    "measurements",
-    "record_events",
-    "artifacts",
-)
-SERVING_TABLES = (
-    "model_revisions",
-    "serving_stack_revisions",
-    "serving_configurations",
-    "serving_workloads",
-    "serving_runs",
-    "serving_measurements",
-)
-TABLES = KERNEL_TABLES + SERVING_TABLES
+SOURCE = "kernelindex-catalog"

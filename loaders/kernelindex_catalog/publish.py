@@ -16,6 +16,7 @@ from loaders.common.format_plan import WritePlan, group_document, rank_rule, ran
 from loaders.common.format_plan import manifest_fields as _manifest_fields
 from loaders.kernelindex_catalog.fetch import Fetched
 from loaders.kernelindex_catalog.normalize import RUN_PARTS, Catalog
+from registry.catalog_format import SERVING_COLLECTIONS
 from registry.digest import digest_of
 from registry.digest_check import identity
 
@@ -35,12 +36,6 @@ SOURCE_TERMS_WHEN_UNSTATED = {
     }
 }
 EXPORT_LICENSE = "Apache-2.0 (the KernelIndex catalog export, SamMausberg/KernelIndex)"
-SERVING_COLLECTIONS = {
-    "model_revisions": "modelDigest",
-    "serving_stack_revisions": "stackDigest",
-    "serving_configurations": "configurationDigest",
-    "serving_workloads": "workloadDigest",
-}
 
 
 def export_record(fetched: Fetched) -> dict[str, Any]:

@@ -22,8 +22,16 @@ from resolvers.types.group import ComparisonGroup
 from resolvers.types.node import Node
 from resolvers.types.record import RecordChange
 from resolvers.types.run import Run, run_connection
+from resolvers.types.viewer import Viewer
 from store.queries import definition_cursor, definition_named, definitions_by_name, definitions_page, run_by_external_id, runs_page
 from store.records import recent_records
+
+# `definitions` is one list, not a connection: its length is `first` (default and most: every
+# definition up to this many), which the cost estimate multiplies what is asked of each by
+# (`{ definitions { workloads { manifest } } }` costs 1,000 x 171 and is refused; it answered
+# 5.7 MB when it was counted as 10).
+MAX_DEFINITIONS = 1_000
+DEFINITIONS_LIST = ListSize(slicing_arguments=["first"], require_one_slicing_argument=False)
 
 
 def _key(global_id: str, expected: str | None = None) -> tuple[str, str]:
@@ -76,6 +84,16 @@ def _run_query(f: RunFilter | None) -> dict[str, Any]:
 
 @strawberry.type
 class Query:
+    @strawberry.field(
+        description="The API key this request presents (Authorization: Bearer <key>), null without one; a key that does not "
+        "authenticate (unknown or revoked) is an UNAUTHENTICATED error."
+    )
+    async def viewer(self, info: Info) -> Viewer | None:
+        key = info.context.principal
+        if key is None and info.context.key_presented:
+            raise ClientError("the API key is not valid (unknown or revoked)", "UNAUTHENTICATED")
+        return Viewer.of(key) if key is not None else None
+
     @strawberry.field(description="Any object by its global ID.")
     async def node(self, info: Info, id: strawberry.ID) -> Node | None:
         return await load_node(info, id)
@@ -107,9 +125,15 @@ class Query:
         doc = await info.context.loaders.groups.load(_key(id, "ComparisonGroup")[1])
         return ComparisonGroup.from_doc(doc) if doc else None
 
-    @strawberry.field(description="Every definition, by name.")
-    async def definitions(self, info: Info) -> list[Definition]:
-        return [Definition.from_doc(d) for d in await definitions_by_name(info.context.db)]
+    @strawberry.field(
+        description=f"The first `first` definitions by name (at most {MAX_DEFINITIONS:,}; the cost estimate counts `first` of "
+        "them). Page through all of them, or search, with searchDefinitions.",
+        directives=[DEFINITIONS_LIST],
+    )
+    async def definitions(self, info: Info, first: int = MAX_DEFINITIONS) -> list[Definition]:
+        if not 0 <= first <= MAX_DEFINITIONS:
+            raise ClientError(f"first: {first} is not between 0 and {MAX_DEFINITIONS:,}")
+        return [Definition.from_doc(d) for d in await definitions_by_name(info.context.db, limit=first)]
 
     @strawberry.field(
         description="Definitions whose name, title or comparison groups' GPU (product or architecture) contains every word of "

@@ -155,3 +155,19 @@ async def test_the_gateway_refuses_over_the_limit_operations_on_a_websocket_and_
         assert loaded.returncode == 0, loaded.stderr
         assert (await conn.next_data("cheap", timeout=30))["runPublished"]["run"]["name"] == "synthetic-after-the-refusal"
         await conn.quiet("expensive", 1.0)
+
+
+async def test_definitions_is_counted_as_the_list_it_answers(db, live_site):
+    await _some_runs(db, 3)
+    # every definition (up to 1,000) under each of its workloads' manifests: 1,000 × (1 + 10 × 17)
+    body, _ = _post(live_site, "{ definitions { workloads { manifest } } }")
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "COST_LIMIT" and error["extensions"]["cost"]["estimated"] == 171_000
+    # `first` is what it is multiplied by, given literally, as a variable, or by a variable's default
+    body, _ = _post(live_site, "{ definitions(first: 2) { name workloads { digest } } }")
+    assert "errors" not in body and len(body["data"]["definitions"]) == 1  # one definition stored
+    sliced = "query($n: Int! = 500) { definitions(first: $n) { workloads { manifest } } }"
+    assert _post(live_site, sliced)[0]["errors"][0]["extensions"]["cost"]["estimated"] == 500 * 171
+    assert "errors" not in _post(live_site, sliced, {"n": 20})[0]
+    [error] = _post(live_site, "{ definitions(first: 1001) { name } }")[0]["errors"]
+    assert error["extensions"]["code"] == "BAD_USER_INPUT" and "first: 1001" in error["message"]

@@ -32,9 +32,7 @@ async def test_no_generated_operation_breaks_the_server(db, mongo_uri, live_site
         @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
         def check(case):
             calls.append(1)
-            # A generous read timeout: a slow answer is not what this test looks for (a 5xx or a masked
-            # error is); `definitions { workloads { manifest } }` takes seconds with the catalog loaded.
-            response = case.call(headers={"Authorization": f"Bearer {secret}"}, timeout=180)
+            response = case.call(headers={"Authorization": f"Bearer {secret}"})
             try:
                 messages = [e.get("message") for e in response.json().get("errors", [])]
             except ValueError:

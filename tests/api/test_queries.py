@@ -138,7 +138,7 @@ async def test_group_runs_best_first_and_unranked_last(api, db):
 async def test_definitions_and_their_groups(api, db):
     await _publish(db, 2)
     data = await api.data(
-        '{ definitions { name workloads { caseCount } comparisonGroups { size title } } definition(name: "synthetic-op") { inputs { name shape dtype } } }'
+        '{ definitions(first: 50) { name workloads { caseCount } comparisonGroups { size title } } definition(name: "synthetic-op") { inputs { name shape dtype } } }'
     )
     assert data["definitions"] == [
         {"name": "synthetic-op", "workloads": [{"caseCount": 3}], "comparisonGroups": [{"size": 2, "title": "SOL-ExecBench v1.1 · B200"}]}
