@@ -74,10 +74,12 @@ def test_the_gateway_gets_the_health_urls_limits_and_cors_origins_serve_gives_it
     docs = _documents()
     containers = _containers(docs)
     env = {e["name"]: e for e in containers["gateway"]["env"]}
-    assert set(Settings().gateway_env()) | {"KERNELINDEX_HEALTH_URLS", "KERNELINDEX_WEB_URL"} == set(env)
+    assert set(Settings().gateway_env()) | {"KERNELINDEX_HEALTH_URLS", "KERNELINDEX_WEB_URL", "KERNELINDEX_EXPORTS_URL"} == set(env)
     assert json.loads(env["KERNELINDEX_QUERY_LIMITS"]["value"]) == Settings().query_limits()
     services = {d["metadata"]["name"]: d["spec"]["ports"][0]["port"] for d in docs if d["kind"] == "Service"}
     probes = {name: containers[name]["readinessProbe"]["httpGet"]["path"] for name in ("registry", "benchmarks")}
+    # /exports/ is the registry subgraph's, as serve forwards it (gateway/stack.py)
+    assert env["KERNELINDEX_EXPORTS_URL"]["value"] == f"http://registry:{services['registry']}"
     expected = [f"http://{name}:{services[name]}{probes[name]}" for name in ("registry", "benchmarks")]
     assert env["KERNELINDEX_HEALTH_URLS"]["value"].split(",") == expected
     ref = env["KERNELINDEX_CORS_ORIGINS"]["valueFrom"]["configMapKeyRef"]
