@@ -124,11 +124,13 @@ async def catalog_rows(
                 },
             )
 
+    project_ids: set[str] = set()
     async for doc in db.projects.find({}).sort("_id", 1):
         row = {
             **(doc.get("catalog") or {"id": _id(doc["_id"]), "slug": doc["metadata"]["name"], "name": doc["metadata"]["name"]}),
             "manifest": _manifest(doc),
         }
+        project_ids.add(row["id"])
         yield "projects", row
 
     operation_ids: dict[str, str] = {}
@@ -183,6 +185,11 @@ async def catalog_rows(
             "createdAt": _iso(doc.get("storedAt")),
         }
         implementation_ids[doc["_id"]] = catalog["id"]
+        if catalog.get("projectId") is not None and catalog["projectId"] not in project_ids:
+            # a catalog row naming a project row this registry does not hold (e.g. written by our
+            # SOL-ExecBench importer with the seed's project id): the importer would refuse it
+            catalog = {**catalog, "projectId": None}
+            leave_out("implementations.projectId")
         yield (
             "implementations",
             {**catalog, "operationId": operation_ids[definition], "implementationDigest": doc["_id"], "manifest": _manifest(doc)},
