@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _support import WriteCounter, process_cpu_seconds  # noqa: E402  (bench/_support.py)
 
+from gateway.stack import READY  # noqa: E402
 from loaders.pipeline import run_import as _run_import  # noqa: E402
 from store.client import DURABLE_WRITES, make_client  # noqa: E402
 from store.embedded import EmbeddedServer, free_port  # noqa: E402
@@ -93,7 +94,9 @@ def time_serve(home: Path) -> float:
     )
     try:
         for line in process.stdout:
-            if "KernelIndex GraphQL on" in line:
+            if line.startswith("bundled data"):
+                print(f"  {home.name}: {line.rstrip()}", file=sys.stderr)  # where a start's time goes
+            if READY in line:
                 return time.perf_counter() - started
         raise RuntimeError(f"serve exited with {process.wait()}")
     finally:

@@ -45,7 +45,7 @@ from loaders.sources import get
 from registry.digest import sha256_digest
 from store.bundle import Bundle
 from store.catalog import imported as catalog_imported
-from store.catalog import write_plan
+from store.catalog import imported_file, write_plan
 from store.client import Database
 from store.publish import publish_many
 from store.records import seed_from_catalog
@@ -309,8 +309,14 @@ async def _run_whole(
             phase = now
             progress.update(task, advance=1, description=description)
 
-        async def imported(sha256: str) -> bool:
-            return skip_if_imported and db is not None and await catalog_imported(db, sha256) is not None
+        async def imported(*, sha256: str | None = None, file_stat: dict[str, Any] | None = None) -> bool:
+            """Whether this exact input is recorded as imported: by its digest, or (cheaper: nothing
+            read) by the stat of the local file an import recorded."""
+            if not skip_if_imported or db is None:
+                return False
+            if file_stat is not None:
+                return await imported_file(db, file_stat) is not None
+            return await catalog_imported(db, sha256) is not None
 
         plan = await loader.plan(target, report, step, imported)
         if plan is not None:

@@ -72,6 +72,12 @@ async def imported(db: AsyncDatabase, export_sha256: str) -> dict[str, Any] | No
     return await db[IMPORTS].find_one({"_id": export_sha256})
 
 
+async def imported_file(db: AsyncDatabase, file_stat: dict[str, Any]) -> dict[str, Any] | None:
+    """The record of a completed import made from this local file (its `fileStat`: path, size,
+    mtime and the sha256 its latest.json stated), if any: a restart's check, reading no export."""
+    return await db[IMPORTS].find_one({f"fileStat.{k}": v for k, v in file_stat.items()})
+
+
 async def _add_provenance(db: AsyncDatabase, collection: str, docs: list[dict[str, Any]], key: str) -> int:
     """Add each document's provenance record of this export to its stored copy, which lacks it
     (one update per distinct record); how many changed."""

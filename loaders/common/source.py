@@ -217,8 +217,9 @@ class WholeSourceLoader(SourceLoader):
     export): `kernelindex import KEY FILE|URL` (the target is required, the per-record options
     are not its), and `serve` imports its `bundled` folder when `bundled_present` says so. The
     pipeline runs `plan` under a progress bar of `steps` steps (`step(name, next description)`
-    after each; `imported(sha256)`: whether that exact input is recorded as imported, so `plan`
-    returns None and nothing is read further) and writes the plan it returns with the format's
+    after each; `await imported(sha256=...)` or `imported(file_stat=...)`: whether that exact input
+    is recorded as imported, by its digest or by the stat of a local file an import recorded, so
+    `plan` returns None and nothing is read further) and writes the plan it returns with the format's
     one writer (store.catalog.write_plan), setting `report.outcome`; a `fatal` error means nothing
     was written (`print_fatal` says why)."""
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from loaders.common.http import FetchError, HttpClient
@@ -141,3 +142,32 @@ async def fetch(location: Location) -> Fetched:
         if problems:
             raise CatalogRefused(problems)
     return Fetched(export, file_name, body, sha256, datetime.now(UTC), pointer, notes)
+
+
+def file_stat(location: Location) -> dict[str, Any] | None:
+    """What identifies a local export file without reading it: its absolute path, size and
+    modification time (ns), and the sha256 its latest.json states (None for a URL, or a file that
+    is not there: the fetch says why). An import record holding the same (store.catalog
+    `imported_file`) was made from this file, hashed then; a replaced file changes its mtime (or
+    its latest.json its sha256), so it is hashed again."""
+    if location.is_url or is_url(location.pointer):
+        return None
+    pointer_sha256 = None
+    export = location.export
+    pointer_path = Path(location.pointer)
+    if pointer_path.is_file() and pointer_path.stat().st_size < 1 << 16:
+        try:
+            data = json.loads(pointer_path.read_bytes())
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return None  # the fetch reports it
+        if not isinstance(data, dict) or not isinstance(data.get("file"), str):
+            return None
+        if location.named_by_pointer:
+            export = beside(location.pointer, data["file"])
+        if Path(export).name == data["file"]:
+            pointer_sha256 = data.get("sha256") if isinstance(data.get("sha256"), str) else None
+    path = Path(export)
+    if not export or not path.is_file():
+        return None
+    info = path.stat()
+    return {"path": str(path.resolve()), "sizeBytes": info.st_size, "mtimeNs": info.st_mtime_ns, "pointerSha256": pointer_sha256}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from rich.console import Console
 
@@ -21,7 +22,7 @@ from loaders.common.source import WholeSourceLoader
 from loaders.kernelindex_catalog import SOURCE
 from loaders.kernelindex_catalog.cli import CatalogReport, print_report
 from loaders.kernelindex_catalog.discover import locate
-from loaders.kernelindex_catalog.fetch import CatalogRefused, fetch
+from loaders.kernelindex_catalog.fetch import CatalogRefused, fetch, file_stat
 from loaders.kernelindex_catalog.normalize import normalize
 from loaders.kernelindex_catalog.parse import parse
 from loaders.kernelindex_catalog.publish import plan_write
@@ -72,11 +73,19 @@ class CatalogLoader(WholeSourceLoader):
         target: str,
         report: CatalogReport,
         step: Callable[[str, str], None],
-        imported: Callable[[str], Awaitable[bool]],
+        imported: Callable[..., Awaitable[bool]],
     ) -> WritePlan | None:
-        fetched = await fetch(locate(target))
+        location = locate(target)
+        stat = file_stat(location)
+        if stat is not None and await imported(file_stat=stat):
+            # This very file (path, size, mtime, its latest.json's sha256) was imported: nothing
+            # is read (serve's restart). Named by its record's digest.
+            report.file_name, report.sha256 = Path(stat["path"]).name, stat["pointerSha256"] or ""
+            report.skipped_as_imported = True
+            return None
+        fetched = await fetch(location)
         report.file_name, report.sha256, report.notes = fetched.file_name, fetched.sha256, list(fetched.notes)
-        if await imported(fetched.sha256):
+        if await imported(sha256=fetched.sha256):
             report.skipped_as_imported = True
             return None
         step("fetch", "decompress")
@@ -86,6 +95,8 @@ class CatalogLoader(WholeSourceLoader):
         report.read, report.refused = catalog.read, catalog.refused
         step("check digests and rows", "prepare documents")
         plan = plan_write(catalog, fetched, datetime.now(UTC))
+        if stat is not None and stat["pointerSha256"] in (None, fetched.sha256):
+            plan.import_record["fileStat"] = stat  # the next start's cheap check (above)
         step("prepare documents", "write" if not report.dry_run else "dry run: nothing written")
         return plan
 

@@ -8,6 +8,7 @@ import copy
 import functools
 import io
 import json
+import os
 from collections import Counter
 
 import pytest
@@ -210,3 +211,26 @@ def test_the_bundled_pointer_names_the_bundled_export():
     pointer = json.loads((BUNDLED_DIR / "latest.json").read_text())
     assert pointer["file"] == BUNDLED.name and pointer["sizeBytes"] == BUNDLED.stat().st_size
     assert len(zstandard.ZstdDecompressor().decompress(BUNDLED.read_bytes()).splitlines()) == pointer["lines"]
+
+
+async def test_a_restart_skips_the_imported_file_without_reading_it(db, tmp_path):
+    """`serve`'s start (skip_if_imported) finds this very file in the import record by its path,
+    size, mtime and its latest.json's sha256, and reads nothing of it; a file whose mtime changed
+    is read and checked again."""
+    target = write_export(tmp_path / "r", subset("051"))
+    first = await run_import(db, target=str(target.parent), console=quiet(), skip_if_imported=True)
+    assert not first.skipped_as_imported and first.outcome.runs_new > 0
+    record = await db.catalog_imports.find_one({"_id": first.sha256})
+    assert record["fileStat"]["path"] == str(target.resolve()) and record["fileStat"]["pointerSha256"] == first.sha256
+
+    # The same bytes count, the same mtime, other content: skipped unread (a read would refuse it).
+    stat = target.stat()
+    target.write_bytes(b"\0" * stat.st_size)
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    again = await run_import(db, target=str(target.parent), console=quiet(), skip_if_imported=True)
+    assert again.skipped_as_imported and again.outcome is None and again.sha256 == first.sha256
+
+    # Touched: the stat no longer matches, so the file is read, hashed and refused.
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    with pytest.raises(CatalogRefused):
+        await run_import(db, target=str(target.parent), console=quiet(), skip_if_imported=True)
