@@ -94,9 +94,12 @@ async def submit_reproduction(db: AsyncDatabase, *, run: dict[str, Any], key: Ap
     """Verify and store; returns (attestation document, created). The same signed statement
     submitted again by the same partner is the same attestation (nothing new is written)."""
     envelope, payload, signer, measurement = verify_reproduction(envelope_text, key, run["_id"])
-    workload = await db.workloads.find_one({"_id": run["spec"]["workloadDigest"]}, {"spec.cases.index": 1})
+    workload = await db.workloads.find_one({"_id": run["spec"]["workloadDigest"]}, {"spec.cases": 1})
     if workload is not None:
-        known = {c["index"] for c in workload["spec"]["cases"]}
+        # Our suites number their cases; a v1alpha1 suite's cases are numbered by position, and a
+        # WorkloadCase is its own one case (as resolvers/v1alpha1.workload_cases reads them).
+        cases = workload.get("spec", {}).get("cases")
+        known = {c.get("index", position) for position, c in enumerate(cases)} if cases is not None else {0}
         unknown = sorted({c["index"] for c in measurement["cases"]} - known)
         if unknown:
             raise AttestationError("INVALID_PREDICATE", f"predicate.cases: index {unknown[0]} is not a case of the run's workload")

@@ -217,7 +217,7 @@ def plan_bundles(bundles: list[Any], now: datetime) -> WritePlan:
         return digest
 
     for bundle in bundles:
-        definition = keep(bundle.operation)
+        definition = keep(bundle.operation, **({"sourceTitle": bundle.operation_title} if bundle.operation_title else {}))
         workload = bundle.workload.spec.to_json()
         keep(bundle.workload, definitionDigest=definition)
         for case in bundle.cases:

@@ -138,6 +138,7 @@ class FormatBundle:
     source_record: str | None = None
     source_snapshot: str | None = None
     project_name: str | None = None
+    operation_title: str | None = None  # the source's display title of the operation (`sourceTitle`)
 
 
 class UnitReader:

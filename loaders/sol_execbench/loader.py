@@ -193,6 +193,7 @@ class SolExecBenchLoader(SourceLoader):
             source_record=record.fingerprint,
             source_snapshot=data.snapshot_digest,
             project_name=data.submission.username,
+            operation_title=kernel.title,
         )
 
     def counted(self, report: ImportReport, record: Record) -> None:

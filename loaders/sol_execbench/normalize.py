@@ -461,6 +461,7 @@ class FormatKernel:
     operation_digest: str
     suite_digest: str
     input_dtypes: tuple[str, ...]
+    title: str | None = None  # the source's display title of the kernel (kept beside the manifest)
 
 
 def format_kernel(kernel: Kernel) -> FormatKernel:
@@ -549,7 +550,9 @@ def format_kernel(kernel: Kernel) -> FormatKernel:
         },
     )
     dtypes = tuple(format_dtype(t.dtype) for t in kernel.inputs.values())
-    return FormatKernel(kernel.id, kernel.name, operation, tuple(cases), suite, operation_digest, format_digest(suite), dtypes)
+    return FormatKernel(
+        kernel.id, kernel.name, operation, tuple(cases), suite, operation_digest, format_digest(suite), dtypes, kernel.title
+    )
 
 
 @cache

@@ -86,7 +86,9 @@ class Definition(Node):
             id=strawberry.ID(ids.encode("Definition", doc["_id"])),
             digest=doc["_id"],
             name=v1alpha1.definition_name(doc),
-            title=doc["metadata"].get("title"),
+            # A source's own display title, kept beside a v1alpha1 manifest (SOL-ExecBench's kernel
+            # title, as the seed page shows it), else the manifest's.
+            title=doc.get("sourceTitle") or doc["metadata"].get("title"),
             description=v1alpha1.definition_description(doc),
             semantics=v1alpha1.definition_semantics(doc),
             tags=v1alpha1.definition_tags(doc),

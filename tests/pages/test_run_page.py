@@ -12,7 +12,7 @@ async def test_seed_run_page_shows_the_record(bundled_db, site, page, tmp_path):
     await page.goto(f"{site}/runs/{digest}")
     assert await page.inner_text("#title") == "Geometric · 051_attention_qkv_with_qk_norm_single_kernel_backward · B200"
     assert (await page.inner_text("#primary")).startswith("333.6 µs")
-    assert "Rank 1 of 1 in its comparison group · source-native comparison · observed 2026-08-16" in await page.inner_text("#rank")
+    assert "Rank 4 of 4 in its comparison group · source-native comparison · observed 2026-08-16" in await page.inner_text("#rank")
     assert await page.inner_text("#summary") == "SOL 0.2851 · 0.46× reference · 2/16 cases faster"
     assert await page.inner_text("#correctness") == "Marked passed by the source; the correctness policy was not published."
     assert await page.inner_text("#gpu") == "NVIDIA B200 (sm_100)"
