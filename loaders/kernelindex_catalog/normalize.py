@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from loaders.kernelindex_catalog import SERVING_TABLES
+from loaders.kernelindex_catalog import SERVING_TABLES, TABLES
 from loaders.kernelindex_catalog.fetch import CatalogRefused
 from loaders.kernelindex_catalog.parse import Line, Parsed, capped
 from registry.comparison import cohort_of
@@ -68,25 +68,9 @@ REFERENCES: dict[str, tuple[tuple[str, str, bool], ...]] = {
     ),
     "serving_measurements": (("runId", "serving_runs", True),),
 }
-# Rows of these tables are checked in this order, so that a reference is checked after its target.
-ORDER = (
-    "sources",
-    "projects",
-    "operations",
-    "operation_aliases",
-    "workloads",
-    "implementations",
-    "benchmark_runs",
-    "measurements",
-    "record_events",
-    "artifacts",
-    "model_revisions",
-    "serving_stack_revisions",
-    "serving_configurations",
-    "serving_workloads",
-    "serving_runs",
-    "serving_measurements",
-)
+# Rows of these tables are checked in the export's own order (registry/catalog_format.py), in which
+# every table comes after the tables it references.
+ORDER = TABLES
 
 
 @dataclass(frozen=True)
