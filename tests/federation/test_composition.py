@@ -83,3 +83,31 @@ async def test_entities_resolve_by_key_in_one_round_trip_per_type(db, mongo_uri)
     assert data["_entities"][3] == {"size": 3}
     request_finds = [c for c in finds.collections if c in ("runs", "comparison_groups")]
     assert sorted(request_finds) == ["comparison_groups", "runs"], finds.collections
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+async def test_a_restart_reuses_the_composition_with_its_new_urls(db, mongo_uri, tmp_path):
+    """`serve` composes once per set of SDLs (the node composer is ~1.3 s of a restart): a restart's
+    subgraphs listen on new ports, and its supergraph is what composing afresh gives."""
+    from gateway.stack import cached_supergraph, compose_supergraph, gateway_packages
+
+    sdls = {}
+    for name in ("registry", "benchmarks"):
+        app = create_app(mongo_uri, Settings(database=db.name), subgraph=name)
+        sdls[name] = (await _post(app, "{ _service { sdl } }"))["_service"]["sdl"]
+    gateway, cache = gateway_packages(), tmp_path / "supergraphs"
+
+    def services(port: int) -> list[tuple[str, str, str]]:
+        return [(name, f"http://127.0.0.1:{port + i}/graphql", sdls[name]) for i, name in enumerate(("registry", "benchmarks"))]
+
+    first = cached_supergraph(services(41000), gateway, cache)
+    [stored] = list(cache.iterdir())
+    composed_at = stored.stat().st_mtime_ns
+    second = cached_supergraph(services(52000), gateway, cache)
+    assert stored.stat().st_mtime_ns == composed_at and list(cache.iterdir()) == [stored]  # not composed again
+    assert second == compose_supergraph(services(52000), gateway)
+    assert 'url: "http://127.0.0.1:52001/graphql"' in second and "41000" not in second and "41000" in first
+    # Other SDLs are another composition.
+    sdls["benchmarks"] += "\n# another revision of the benchmarks subgraph\n"
+    cached_supergraph(services(52000), gateway, cache)
+    assert len(list(cache.iterdir())) == 2
