@@ -135,15 +135,5 @@ async def seed_from_catalog(db: AsyncDatabase, now: datetime) -> int:
 
 
 def _ledger_doc(group: Doc, seq: int, at: datetime, cause: str, run: str | None, previous: str | None) -> Doc:
-    return {
-        "_id": f"{group['_id']}:{seq}",
-        "groupKey": group["_id"],
-        "definitionDigest": group["definitionDigest"],
-        "gpu": group["gpu"],
-        "title": group.get("title", ""),
-        "seq": seq,
-        "at": at,
-        "cause": cause if cause in CAUSES else "new_run",
-        "runDigest": run,
-        "previousDigest": previous,
-    }
+    """A catalog record event as our ledger entry (a cause we do not know counts as a new run)."""
+    return record_document(group, seq=seq, at=at, cause=cause if cause in CAUSES else "new_run", run=run, previous=previous)
