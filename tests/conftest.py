@@ -70,12 +70,19 @@ async def db(mongo_client):
     await mongo_client.drop_database(name)
 
 
-@pytest_asyncio.fixture
-async def api(db, mongo_uri):
-    app = create_app(mongo_uri, Settings(database=db.name, mongodb_uri=mongo_uri))
+@contextlib.asynccontextmanager
+async def _in_process_api(mongo_uri: str, database: str):
+    """The app, in process (no socket), bound to `database`, as a GraphQLClient."""
+    app = create_app(mongo_uri, Settings(database=database, mongodb_uri=mongo_uri))
     async with LifespanManager(app) as manager:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kernelindex.test") as client:
             yield GraphQLClient(client)
+
+
+@pytest_asyncio.fixture
+async def api(db, mongo_uri):
+    async with _in_process_api(mongo_uri, db.name) as client:
+        yield client
 
 
 class GraphQLClient:
@@ -136,10 +143,8 @@ async def bundled_db(mongo_client, mongo_uri):
 @pytest_asyncio.fixture
 async def bundled_api(bundled_db, mongo_uri):
     """The GraphQL API over `bundled_db` (in process, as `api`)."""
-    app = create_app(mongo_uri, Settings(database=bundled_db.name, mongodb_uri=mongo_uri))
-    async with LifespanManager(app) as manager:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://kernelindex.test") as client:
-            yield GraphQLClient(client)
+    async with _in_process_api(mongo_uri, bundled_db.name) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")
