@@ -21,6 +21,19 @@ def is_reproducible(implementation: ImplementationRevisionSpec | None) -> bool:
     return bool(code and code.digest and (code.commit or code.repository or code.entryPoint))
 
 
+def is_reproducible_format(implementation: dict | None) -> bool:
+    """The same rule for an ImplementationRevision of the v1alpha1 format (its spec as JSON): code
+    at an exact commit (`projectRevision.commit`), pinned by digest (`source.contentDigest`), with
+    what to call (`callable.symbol`). A submission known only by its content (SOL-ExecBench, GPU
+    MODE: no commit) stays Reported."""
+    spec = implementation or {}
+    return bool(
+        (spec.get("projectRevision") or {}).get("commit")
+        and (spec.get("source") or {}).get("contentDigest")
+        and (spec.get("callable") or {}).get("symbol")
+    )
+
+
 def derive_evidence_level(
     *,
     implementation: ImplementationRevisionSpec | None,

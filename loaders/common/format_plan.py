@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from registry.comparison import cohort_of, primary_measurement
+from registry.evidence import EvidenceLevel, is_reproducible_format
 from registry.format import FormatManifest, format_digest
 from registry.ranking import GEOMEAN, GPUMODE_FAMILY, SOL_EXECBENCH_FAMILY, RankRule
 
@@ -229,6 +230,7 @@ def plan_bundles(bundles: list[Any], now: datetime) -> WritePlan:
         keep(bundle.environment)
         run = bundle.run.to_json()
         spec = run["spec"]
+        implementation = bundle.implementation.spec.to_json()
         protocol = bundle.protocol.spec.to_json()
         hardware = bundle.environment.spec.to_json().get("hardware") or {}
         product, architecture = hardware.get("product") or "unknown GPU", hardware.get("architecture") or "unknown"
@@ -257,7 +259,7 @@ def plan_bundles(bundles: list[Any], now: datetime) -> WritePlan:
             "rankValue": value,
             "rankNoise": noise,
             "verifiedBy": [],
-            "evidenceLevel": "Reported",
+            "evidenceLevel": (EvidenceLevel.reproducible if is_reproducible_format(implementation) else EvidenceLevel.reported).value,
             "source": native.get("source") or bundle.source,
             "measurements": measurements_of(spec),
         }
