@@ -238,9 +238,8 @@ function queryLimits(limits) {
   // The validation rules report their refusal as a validation error (by default they throw it,
   // which bypasses the rest of validation and its error handling).
   const reported = { propagateOnRejection: false, onReject: [(context, error) => context?.reportError(error)] };
-  return [
+  const armor = [
     maxTokensPlugin({ n: limits.maxTokens }),
-    limitDocumentSize(limits),
     // graphql-armor counts the root field as level 1, Strawberry's limiter (graphql-depth-limit)
     // as 0: the same documents pass both with this n.
     maxDepthPlugin({
@@ -253,6 +252,8 @@ function queryLimits(limits) {
     maxAliasesPlugin({ ...reported, n: limits.maxAliases, allowList: [] }),
     maxDirectivesPlugin({ ...reported, n: limits.maxDirectives }),
   ];
+  // The token limit first: it bounds the document the field and fragment counts walk.
+  return [...(on("armor") ? armor.slice(0, 1) : []), ...(on("counts") ? [limitDocumentSize(limits)] : []), ...(on("armor") ? armor.slice(1) : [])];
 }
 
 // A hard end-to-end bound on one HTTP request to /graphql (WebSocket subscriptions are long-lived
@@ -548,11 +549,11 @@ export const gatewayConfig = defineConfig({
       on("body") && limitRequestBodies(MAX_BODY_BYTES),
       on("web") && forwardPagesTo(process.env.KERNELINDEX_WEB_URL, process.env.KERNELINDEX_EXPORTS_URL),
       on("deadline") && requestDeadline(LIMITS.requestDeadlineMs),
-      ...(on("limits") ? queryLimits(LIMITS) : []),
+      ...queryLimits(LIMITS),
       subscriptionsOverWebSocketOnly(),
       on("subscriptions") && limitSubscriptionsPerConnection(MAX_SUBSCRIPTIONS_PER_CONNECTION),
       on("cost") && costLimitCode(),
-      codeEveryError(),
+      on("errors") && codeEveryError(),
     ].filter(Boolean),
   maskedErrors: { maskError: keepSubgraphCodes },
 });

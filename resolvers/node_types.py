@@ -48,3 +48,10 @@ NODE_TYPES: dict[str, NodeType] = {
 def entity_classes(subgraph: str | None = None) -> list[Any]:
     """The Strawberry classes of the federation entities a subgraph owns (None: all)."""
     return [t.cls for t in NODE_TYPES.values() if t.entity and subgraph in (None, t.subgraph)]
+
+
+def owned_here(schema: Any, type_name: str) -> bool:
+    """Whether `schema` (a request's `info.schema`) resolves `type_name`'s own fields: the owning
+    subgraph and the combined schema do; another subgraph only adds fields to it (CONTRIBUTED)."""
+    subgraph = getattr(schema, "subgraph", None)
+    return subgraph is None or NODE_TYPES[type_name].subgraph == subgraph

@@ -202,6 +202,12 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("requestedBy", ASCENDING), ("idempotencyKey", ASCENDING)], name="idempotency", unique=True),
         IndexModel([("state", ASCENDING), ("gpu", ASCENDING), ("createdAt", ASCENDING)], name="queue"),
         IndexModel([("createdAt", DESCENDING), ("_id", DESCENDING)], name="newest"),  # benchmarkJobs' keyset
+        # Definition.jobs and Implementation.jobs (the cross-subgraph query): one definition's or
+        # revision's jobs, not a scan of every job.
+        IndexModel([("definitionDigest", ASCENDING), ("createdAt", DESCENDING), ("_id", DESCENDING)], name="definition_newest"),
+        IndexModel(
+            [("expected.implementationDigest", ASCENDING), ("createdAt", DESCENDING), ("_id", DESCENDING)], name="implementation_newest"
+        ),
     ],
     "attestations": [
         IndexModel([("spec.subjectDigest", ASCENDING), ("seq", ASCENDING)], name="subject"),

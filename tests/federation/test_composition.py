@@ -11,11 +11,14 @@ import pytest
 from asgi_lifespan import LifespanManager
 from pymongo import monitoring
 
+from registry.digest import manifest_digest
 from resolvers import ids
 from server.app import create_app
 from server.settings import Settings
+from store.keys import Scope
 from store.publish import publish_many
 from tests import factories
+from tests.jobs import support
 
 GATEWAY_DIR = Path(__file__).resolve().parents[2] / "gateway"
 
@@ -83,6 +86,34 @@ async def test_entities_resolve_by_key_in_one_round_trip_per_type(db, mongo_uri)
     assert data["_entities"][3] == {"size": 3}
     request_finds = [c for c in finds.collections if c in ("runs", "comparison_groups")]
     assert sorted(request_finds) == ["comparison_groups", "runs"], finds.collections
+
+
+async def test_the_benchmarks_subgraph_reads_only_jobs_for_the_registrys_references(api, db, mongo_uri):
+    """The benchmarks subgraph adds `jobs` to Definition and Implementation and resolves the
+    registry's references to them by key alone: one find (jobs) per field, no read of the
+    definitions or implementations the registry has just read."""
+    objects = await support.registry_with_controlled_definition(db)
+    maintainer = await support.key(db, Scope.maintainer)
+    made = [(await support.request(api, maintainer, objects, idem=f"k{i}"))["job"]["id"] for i in range(3)]
+    reps = [
+        {"__typename": "Definition", "id": ids.encode("Definition", manifest_digest(objects["definition"]))},
+        {"__typename": "Implementation", "id": ids.encode("Implementation", manifest_digest(objects["implementation"]))},
+        {"__typename": "Definition", "id": ids.encode("Definition", "sha256:" + "0" * 64)},  # no such definition: no jobs
+    ]
+    finds = Finds()
+    app = create_app(mongo_uri, Settings(database=db.name), subgraph="benchmarks", client_options={"event_listeners": [finds]})
+    data = await _post(
+        app,
+        """query($r: [_Any!]!) { _entities(representations: $r) {
+          ... on Definition { id jobs(first: 5) { edges { node { id } } } }
+          ... on Implementation { id jobs(first: 5) { edges { node { id } } } } } }""",
+        {"r": reps},
+    )
+    listed = [[edge["node"]["id"] for edge in entity["jobs"]["edges"]] for entity in data["_entities"]]
+    assert listed == [made[::-1], made[::-1], []]  # newest first
+    assert [entity["id"] for entity in data["_entities"]] == [rep["id"] for rep in reps]
+    request_finds = [c for c in finds.collections if c in ("jobs", "definitions", "implementations")]
+    assert request_finds == ["jobs", "jobs", "jobs"], finds.collections
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
