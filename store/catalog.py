@@ -259,9 +259,14 @@ async def _write_groups(
 ) -> None:
     async def work(session: AsyncClientSession) -> None:
         # Everything decided here is read inside the transaction (a retry starts over).
-        groups = {g["_id"]: g async for g in db.comparison_groups.find({"_id": {"$in": group_keys}}, session=session)}
+        # `$in` chunks of IN_CHUNK: SecantusDB matches each candidate against the whole list, so
+        # one `$in` of a batch's ~2,000 keys cost seconds once the collection held them.
+        groups: dict[str, dict[str, Any]] = {}
+        for chunk in chunked(group_keys):
+            async for g in db.comparison_groups.find({"_id": {"$in": chunk}}, session=session):
+                groups[g["_id"]] = g
         members: dict[str, list[dict[str, Any]]] = {}
-        for chunk in chunked(group_keys, 500):
+        for chunk in chunked(group_keys):
             query = {"groupKey": {"$in": chunk}, "current": True}
             async for doc in db.runs.find(query, {"_id": 1, "groupKey": 1, "rank": 1, "rankValue": 1, "rankNoise": 1}, session=session):
                 if doc["_id"] not in leaving:  # superseded in this write
@@ -279,9 +284,9 @@ async def _write_groups(
             by_key.setdefault(doc["groupKey"], []).append(doc)
         for key in group_keys:
             group = groups.get(key)
-            if group is None:
+            is_new = group is None
+            if is_new:
                 group = {**plan.groups[key], "_id": key, "size": 0, "rankedSize": 0, "leaderDigest": None, "createdAt": now}
-                new_groups.append(group)
             rule = RankRule(**group["rankRule"])
             old = members.get(key, [])
             incoming = by_key.get(key, [])
@@ -298,9 +303,11 @@ async def _write_groups(
             size = len(ranks)
             ranked = sum(1 for r in ranks.values() if r is not None)
             old_leader = group.get("leaderDigest")
-            group_updates.append(
-                UpdateOne({"_id": key}, {"$set": {"size": size, "rankedSize": ranked, "leaderDigest": new_leader, "updatedAt": now}})
-            )
+            settled = {"size": size, "rankedSize": ranked, "leaderDigest": new_leader, "updatedAt": now}
+            if is_new:
+                new_groups.append({**group, **settled})  # inserted as it ends, not inserted then updated
+            else:
+                group_updates.append(UpdateOne({"_id": key}, {"$set": settled}))
             for doc in incoming:
                 event_docs.append(
                     events.event_document(
@@ -349,7 +356,8 @@ async def _write_groups(
             await db.runs.insert_many(arriving, ordered=False, session=session)
         if rank_updates:
             await db.runs.bulk_write(rank_updates, ordered=False, session=session)
-        await db.comparison_groups.bulk_write(group_updates, ordered=False, session=session)
+        if group_updates:
+            await db.comparison_groups.bulk_write(group_updates, ordered=False, session=session)
         entries = [{**e, "storedAt": now} for key in group_keys for e in history.get(key, ())]
         if entries:
             await db[HISTORY].insert_many(entries, ordered=False, session=session)

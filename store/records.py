@@ -22,6 +22,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from store import events
+from store.chunks import chunked
 
 Doc = dict[str, Any]
 CAUSES = ("new_run", "correction", "supersession", "retraction")
@@ -107,7 +108,9 @@ async def seed_from_catalog(db: AsyncDatabase, now: datetime) -> int:
         return 0
     seeded = set(await db.records.distinct("catalogEvent"))
     fresh = [e async for e in history.find({}) if e["_id"] not in seeded and e.get("runDigest")]
-    groups = {g["_id"]: g async for g in db.comparison_groups.find({"_id": {"$in": sorted({e["comparisonKey"] for e in fresh})}})}
+    groups: dict[str, Doc] = {}
+    for chunk in chunked(sorted({e["comparisonKey"] for e in fresh})):  # SecantusDB: short `$in` lists (store/chunks.py)
+        groups.update({g["_id"]: g async for g in db.comparison_groups.find({"_id": {"$in": chunk}})})
     fresh = [e for e in fresh if e["comparisonKey"] in groups and _moment(e.get("at")) is not None]
     if not fresh:
         return 0
