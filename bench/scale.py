@@ -1,19 +1,21 @@
 """Benchmark: how the cost of importing and reading grows with the number of runs.
 
     python bench/scale.py                              # 10,000 and 100,000 runs (SYNTHETIC rows)
-    python bench/scale.py --sizes 10000,100000,1000000 # the million too (hours on a 2-core machine)
-    python bench/scale.py --sizes 2000 --iterations 10 # a quick look
+    python bench/scale.py --sizes 10000,100000,1000000 # the million too (see --budget-s)
+    python bench/scale.py --sizes 20000 --iterations 10 # a quick look
 
-The runs are SYNTHETIC (tests/factories.py's made-up operations, users and scores, in our
-v1alpha1 format), in the shapes of the bundled KernelIndex catalog export: their cohort sizes are
-drawn from the export's own (the `comparisonKey` of each of its 7,857 `benchmark_runs` rows:
-1,912 cohorts, median 1 run, largest 260), four cohorts per operation (two GPUs × two protocol
-versions, as in bench/api.py). One embedded SecantusDB on a temporary directory with journaled
-writes (`--sync-on-commit`, `w: majority, j: true`) grows from one size to the next: each step
-publishes the runs that take it to the size (`store.publish.publish_many`, batches of 500, each
-cohort's runs best first, see bench/api.py), then the real single-process server
-(`server.app.create_app` under uvicorn, as bench/pages.py) is started on the database and asked,
-one request at a time after a warm-up:
+The store starts with the bundled KernelIndex catalog export imported (7,857 real runs, 1,912
+cohorts, `import kernelindex-catalog`); the runs beyond it are SYNTHETIC: copies of the export's own
+run documents (its shapes: manifest, measurements, catalog row fields) under made-up digests and
+external ids (source `synthetic-scale`), in made-up cohorts whose sizes are drawn from the export's
+(median 1 run, largest 260), each cohort a copy of its template run's cohort (same operation,
+workload, protocol and environment, so every page and the dossier resolve). They are loaded
+through the catalog's fast write path (`store.catalog.write_plan`: objects, then per batch of
+cohorts one transaction with the runs, ranks, each cohort's size and #1, events), PLAN_RUNS runs
+per plan, into one embedded SecantusDB on a temporary directory with journaled writes
+(`--sync-on-commit`, `w: majority, j: true`) that grows from one size to the next. At each size
+the real single-process server (`server.app.create_app` under uvicorn, as bench/pages.py) is
+started on the database and asked, one request at a time after a warm-up:
 
   /                   the home page (first page of operations, newest runs)
   group page          the largest cohort's leaderboard, first 50
@@ -22,22 +24,28 @@ one request at a time after a warm-up:
   runs(first: 100)    the GraphQL query, newest first (bench/api.py's (b))
   dossier query       GraphQL run(id:) with the dossier page's selection
 
-One table: per size, the import rate of that step, each read's p50 and p99 (server time for the
-pages, client time for GraphQL), the database's size on disk and the server's resident memory.
+One table: per size, the import rate of that step (runs/s and the database's CPU seconds per
+1,000 runs), each read's p50 and p99 (server time for the pages, client time for GraphQL), the
+database's size on disk and the server's resident memory. `--budget-s` bounds the whole run: a
+size whose import would not finish in it (estimated from the rate so far) is not started, and
+the table says where it stopped; so does `--max-rss-gib` (the machine is shared): growing stops
+once the database's resident memory passes it, and the reads are measured where it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
-import json
+import copy
+import hashlib
+import io
 import os
 import random
 import sys
 import tempfile
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -48,90 +56,122 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _support import closing_line, load_average, stop  # noqa: E402  (bench/_support.py)
-from api import BATCH, percentile, start_uvicorn  # noqa: E402  (bench/api.py)
+from _support import closing_line, load_average, process_cpu_seconds, stop  # noqa: E402  (bench/_support.py)
+from api import percentile, start_uvicorn  # noqa: E402  (bench/api.py)
 from pages import measure  # noqa: E402  (bench/pages.py)
 
+from loaders.common.format_plan import WritePlan  # noqa: E402
+from loaders.pipeline import run_import  # noqa: E402
+from store.catalog import write_plan  # noqa: E402
 from store.client import make_client  # noqa: E402
 from store.embedded import EmbeddedServer  # noqa: E402
-from store.publish import publish_many  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
-from tests import factories  # noqa: E402
 from web.queries import DOSSIER  # noqa: E402
 
 EXPORT = ROOT / "data" / "kernelindex-catalog" / "catalog-2026-08-16-0022af0b.jsonl.zst"
 RUNS_PAGE = "{ runs(first: 100) { nodes { id digest title rank primaryMeasurement { display } protocol { id } environment { id } group { id size } } } }"
+PLAN_RUNS = 20_000  # runs per write plan: an export of this many runs
+SOURCE = "synthetic-scale"
 
 
-def catalog_cohort_sizes() -> list[int]:
-    """The size of each cohort of the bundled export (its `benchmark_runs` rows' comparisonKey)."""
-    import zstandard
-
-    per_cohort: collections.Counter[str] = collections.Counter()
-    with open(EXPORT, "rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as stream:
-        for line in stream.read().splitlines():
-            if b"benchmark_runs" in line[:40] and (row := json.loads(line))["table"] == "benchmark_runs":
-                per_cohort[row["row"]["comparisonKey"]] += 1
-    if not per_cohort:
-        raise SystemExit(f"{EXPORT}: no benchmark_runs rows")
-    return list(per_cohort.values())
+def fake_digest(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 class Synthetic:
-    """SYNTHETIC runs, cohort by cohort, cohort sizes drawn from the catalog's."""
+    """SYNTHETIC runs in the catalog's shapes: copies of its run documents, in made-up cohorts of
+    its cohort sizes, each cohort a copy of its template run's cohort."""
 
-    def __init__(self, sizes: list[int], seed: int = 1):
-        self.sizes = sizes
+    def __init__(self, runs: list[dict], groups: dict[str, dict], seed: int = 1):
+        self.templates = runs
+        self.groups = groups
+        self.sizes = list(_cohort_sizes(runs))
         self.rng = random.Random(seed)
-        self.environments = [factories.environment(), factories.environment("NVIDIA H200", "sm_90")]
-        self.protocols = [factories.protocol(version="v1.1"), factories.protocol(version="v1.0")]
         self.cohorts = 0
         self.runs = 0
-        self.definition = None
 
-    def take(self, n: int) -> list:
-        """The next n runs: whole cohorts (the last one cut at n), each best first."""
-        bundles: list = []
-        while len(bundles) < n:
-            if self.cohorts % 4 == 0:
-                self.definition = factories.definition(f"scale-op-{self.cohorts // 4:06d}")
-            size = min(self.rng.choice(self.sizes), n - len(bundles))
-            scores = sorted((round(self.rng.random(), 6) for _ in range(size)), reverse=True)
-            for score in scores:
-                bundles.append(
-                    factories.run_bundle(
-                        f"scale-{self.runs}",
-                        score=score,
-                        latency_ns=self.rng.randrange(20_000, 2_000_000),
-                        user=f"user{self.runs % 997}",
-                        defn=self.definition,
-                        env=self.environments[(self.cohorts // 2) % 2],
-                        proto=self.protocols[self.cohorts % 2],
-                    )
+    def plan(self, n: int) -> WritePlan:
+        """The next n runs (whole cohorts; the last one cut at n) as one write plan."""
+        plan = WritePlan()
+        while len(plan.runs) < n:
+            template = self.rng.choice(self.templates)
+            key = fake_digest(f"{SOURCE} cohort {self.cohorts}")
+            plan.groups[key] = {k: v for k, v in self.groups[template["groupKey"]].items() if k in GROUP_FIELDS}
+            size = min(self.rng.choice(self.sizes), n - len(plan.runs))
+            for _ in range(size):
+                doc = copy.deepcopy(template)
+                doc.pop("provenance", None)
+                ranked = doc.get("rankValue") is not None
+                doc.update(
+                    _id=fake_digest(f"{SOURCE} run {self.runs}"),
+                    externalId=f"{SOURCE}-{self.runs}",
+                    source=SOURCE,
+                    groupKey=key,
+                    rankValue=round(self.rng.uniform(0.5, 2.0) * doc["rankValue"], 6) if ranked else None,
                 )
+                plan.runs.append(doc)
                 self.runs += 1
             self.cohorts += 1
-        return bundles
+        return plan
 
 
-async def grow(uri: str, database: str, synthetic: Synthetic, n: int) -> tuple[float, float]:
-    """Publish n more runs; (seconds building manifests, seconds publishing)."""
+# A group document's own fields (store.catalog inserts it with its size and #1).
+GROUP_FIELDS = (
+    "definitionDigest",
+    "workloadDigest",
+    "protocolDigest",
+    "environmentDigest",
+    "family",
+    "familyVersion",
+    "gpu",
+    "rankRule",
+    "title",
+    "cohort",
+    "source",
+)
+
+
+def _cohort_sizes(runs: list[dict]) -> list[int]:
+    sizes: dict[str, int] = {}
+    for doc in runs:
+        sizes[doc["groupKey"]] = sizes.get(doc["groupKey"], 0) + 1
+    return list(sizes.values())
+
+
+async def import_catalog(uri: str, database: str) -> tuple[Synthetic, float, float]:
+    """The bundled export imported as `import kernelindex-catalog` does; its runs and cohorts as
+    the templates. (runs, seconds)."""
     client = make_client(uri)
     try:
         db = client[database]
         await ensure_schema(db)
-        built = publishing = 0.0
+        started = time.perf_counter()
+        report = await run_import("kernelindex-catalog", db, target=str(EXPORT), console=Console(file=io.StringIO()))
+        seconds = time.perf_counter() - started
+        runs = await db.runs.find({}, {"provenance": 0, "seq": 0, "rank": 0, "rankOrder": 0, "current": 0, "storedAt": 0}).to_list()
+        groups = {g["_id"]: g async for g in db.comparison_groups.find({})}
+        return Synthetic(runs, groups), report.runs, seconds
+    finally:
+        await client.close()
+
+
+async def grow(uri: str, database: str, synthetic: Synthetic, n: int, pid: int, max_rss_mib: float) -> tuple[int, float, float]:
+    """Write n more runs through store.catalog.write_plan, stopping early when the database's
+    resident memory passes max_rss_mib; (runs written, seconds making plans, seconds writing)."""
+    client = make_client(uri)
+    try:
+        db = client[database]
+        built = writing = 0.0
         done = 0
-        while done < n:
+        while done < n and rss_mib(pid) < max_rss_mib:
             started = time.perf_counter()
-            bundles = synthetic.take(min(BATCH * 10, n - done))
+            plan = synthetic.plan(min(PLAN_RUNS, n - done))
             built += time.perf_counter() - started
             started = time.perf_counter()
-            for start in range(0, len(bundles), BATCH):
-                await publish_many(db, bundles[start : start + BATCH])
-            publishing += time.perf_counter() - started
-            done += len(bundles)
-        return built, publishing
+            await write_plan(db, plan, datetime.now(UTC))
+            writing += time.perf_counter() - started
+            done += len(plan.runs)
+        return done, built, writing
     finally:
         await client.close()
 
@@ -200,55 +240,79 @@ def main() -> int:
     parser.add_argument("--sizes", default="10000,100000", help="run counts to measure at, ascending (default 10000,100000)")
     parser.add_argument("--iterations", type=int, default=50, help="timed requests per read and size (default 50)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed requests first (default 5)")
+    parser.add_argument("--max-rss-gib", type=float, default=8, help="stop growing when the database's RSS passes this (default 8)")
+    parser.add_argument("--budget-s", type=float, default=3600, help="stop before a size whose import would end past this (default 3600)")
     args = parser.parse_args()
     sizes = sorted(int(s.replace("_", "")) for s in args.sizes.split(","))
-    console = Console(width=max(Console().width, 140))
+    console = Console(width=max(Console().width, 160))
     started, load_before = time.perf_counter(), load_average()
-    cohort_sizes = catalog_cohort_sizes()
-    console.print(
-        f"SYNTHETIC runs; cohort sizes drawn from the bundled export's {len(cohort_sizes):,} cohorts "
-        f"(median {sorted(cohort_sizes)[len(cohort_sizes) // 2]}, largest {max(cohort_sizes)})"
-    )
-    synthetic = Synthetic(cohort_sizes)
     database = f"bench_scale_{uuid.uuid4().hex[:8]}"
-    rows = []
+    rows, stopped = [], None
     labels = ("/", "group page", "dossier", "operation", "runs(first: 100)", "dossier query")
     with tempfile.TemporaryDirectory(prefix="kernelindex-bench-scale-") as tmp:
         storage = Path(tmp) / "db"
         with EmbeddedServer(storage, log_path=Path(tmp) / "secantusd.log") as server:
-            have = 0
+            pid = server.process.pid
+            cpu = process_cpu_seconds(pid)
+            synthetic, have, seconds = asyncio.run(import_catalog(server.uri, database))
+            console.print(
+                f"bundled catalog imported: {have:,} runs in {seconds:.1f} s ({have / seconds:,.0f} runs/s, database CPU "
+                f"{process_cpu_seconds(pid) - cpu:.1f} s); then SYNTHETIC runs in its shapes and cohort sizes"
+            )
+            rate = have / seconds
             for size in sizes:
+                if size <= have:
+                    continue
+                remaining = args.budget_s - (time.perf_counter() - started)
+                if (size - have) / rate > remaining:
+                    stopped = f"{size:,} runs not started: at {rate:,.0f} runs/s it needs ~{(size - have) / rate / 60:,.0f} min, {remaining / 60:,.0f} min of --budget-s left"
+                    console.print(stopped)
+                    break
                 load_at_start = load_average()
-                built, publishing = asyncio.run(grow(server.uri, database, synthetic, size - have))
-                rate = (size - have) / (built + publishing)
+                cpu = process_cpu_seconds(pid)
+                done, built, writing = asyncio.run(grow(server.uri, database, synthetic, size - have, pid, args.max_rss_gib * 1024))
+                db_cpu = process_cpu_seconds(pid) - cpu
+                rate = done / (built + writing) if done else rate
                 console.print(
-                    f"{size:,} runs ({synthetic.cohorts:,} cohorts): {size - have:,} published in {built + publishing:.0f} s "
-                    f"({built:.0f} s building manifests), {rate:,.0f} runs/s; load {load_at_start} -> {load_average()}"
+                    f"{have + done:,} runs: {done:,} written in {built + writing:.0f} s ({built:.0f} s making plans), "
+                    f"{rate:,.0f} runs/s, database CPU {db_cpu:.0f} s, RSS {rss_mib(pid):,.0f} MiB; load {load_at_start} -> {load_average()}"
                 )
-                have = size
+                per_k = db_cpu / done * 1000 if done else float("nan")
+                have += done
+                if have < size:
+                    stopped = (
+                        f"{size:,} runs not reached: stopped at {have:,}, the database's RSS passed --max-rss-gib {args.max_rss_gib:g}"
+                    )
+                    console.print(stopped)
                 process, base = start_uvicorn(server.uri, database)
                 try:
                     measured = reads(base, args.iterations, args.warmup)
                 finally:
                     stop(process)
-                rows.append((size, synthetic.cohorts, rate, measured, disk_bytes(storage), rss_mib(server.process.pid), load_average()))
+                rows.append((have, synthetic.cohorts + 1912, rate, per_k, measured, disk_bytes(storage), rss_mib(pid), load_average()))
+                console.print(f"{have:,} runs: " + ", ".join(f"{k} {v[0]:.1f} / {v[1]:.1f} ms" for k, v in measured.items()))
+                if stopped:
+                    break
     table = Table(
-        title=f"cost by size, SYNTHETIC runs in the catalog's cohort sizes, {args.iterations} requests per read "
+        title=f"cost by size: the bundled catalog + SYNTHETIC runs in its shapes and cohort sizes, {args.iterations} requests per read "
         "(p50 / p99 ms: pages server time, queries client time)"
     )
-    for column in ("runs", "cohorts", "import runs/s", *labels, "db on disk MB", "db RSS MiB", "load"):
+    for column in ("runs", "cohorts", "import runs/s", "db CPU s / 1k runs", *labels, "db on disk MB", "db RSS MiB", "load"):
         table.add_column(column, justify="right")
-    for size, cohorts, rate, measured, disk, rss, load in rows:
+    for size, cohorts, rate, per_k, measured, disk, rss, load in rows:
         table.add_row(
             f"{size:,}",
             f"{cohorts:,}",
             f"{rate:,.0f}",
+            f"{per_k:.2f}",
             *(f"{measured[label][0]:.1f} / {measured[label][1]:.1f}" for label in labels),
             f"{disk / 1e6:,.0f}",
             f"{rss:,.0f}",
             load.split()[0],
         )
     console.print(table)
+    if stopped:
+        console.print(stopped)
     console.print(closing_line(started, load_before))
     return 0
 
