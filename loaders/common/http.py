@@ -14,12 +14,14 @@ each wait.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
 import httpx
@@ -163,3 +165,39 @@ class HttpClient:
         if not connected:
             raise SourceUnreachable(url, reason)
         raise FetchError(url, reason, last)
+
+    async def download(self, path: str, into: Path, max_bytes: int) -> tuple[int, str]:
+        """Stream the body of a 2xx answer into the file `into` (replaced), hashing it as it comes:
+        (size, sha256 hex). A large export is never held in memory. Retried as `get` is, from the
+        start, on a connection error, a timeout, 429 or 5xx; a body past `max_bytes` is a FetchError."""
+        url = request_url(self.base_url, path)
+        reason = "no attempt made"
+        connected = False
+        for attempt in range(1, self.attempts + 1):
+            digest, size = hashlib.sha256(), 0
+            try:
+                async with self._client.stream("GET", url) as reply:
+                    connected = True
+                    if not reply.is_success:
+                        reason = f"HTTP {reply.status_code}"
+                        if reply.status_code != 429 and reply.status_code < 500:
+                            raise FetchError(url, reason, Response(url, datetime.now(UTC), reply.status_code, await reply.aread()))
+                    else:
+                        with open(into, "wb") as out:
+                            async for chunk in reply.aiter_bytes(1 << 20):
+                                size += len(chunk)
+                                if size > max_bytes:
+                                    raise FetchError(url, f"larger than {max_bytes} bytes")
+                                digest.update(chunk)
+                                out.write(chunk)
+                        return size, digest.hexdigest()
+            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+                reason = f"cannot connect to {urlsplit(url).netloc}: {error or type(error).__name__}"
+            except httpx.TimeoutException:
+                connected, reason = True, f"timed out after {self.timeout:g}s"
+            except httpx.TransportError as error:
+                connected, reason = True, f"{type(error).__name__}: {error}"
+            if attempt < self.attempts:
+                await asyncio.sleep(min(self.max_wait, self.backoff * 2 ** (attempt - 1)) * (0.5 + random.random() / 2))
+        reason = f"{reason} (gave up after {self.attempts} attempts)"
+        raise (FetchError if connected else SourceUnreachable)(url, reason)

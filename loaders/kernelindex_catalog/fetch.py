@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +25,7 @@ from loaders.kernelindex_catalog.discover import Location, beside, is_url
 
 # A `catalog-*.jsonl.zst` export is 3-5 MB today; refuse anything absurd before reading it.
 MAX_EXPORT_BYTES = 1 << 30
+MAX_POINTER_BYTES = 1 << 16  # latest.json is a few hundred bytes
 
 
 class CatalogRefused(Exception):
@@ -55,13 +58,22 @@ class Pointer:
 
 @dataclass
 class Fetched:
+    """The export's bytes are never held whole: `path` is the local file, or a temporary file a
+    URL was downloaded into (`downloaded`: removed by `discard()`); parse.py streams it."""
+
     location: str  # the path or URL read
     file_name: str
-    body: bytes
+    path: Path
+    size: int
     sha256: str
     fetched_at: datetime
     pointer: Pointer | None  # applied to this export (it names it)
     notes: list[str] = field(default_factory=list)
+    downloaded: bool = False
+
+    def discard(self) -> None:
+        if self.downloaded:
+            self.path.unlink(missing_ok=True)
 
 
 def parse_pointer(raw: bytes, where: str) -> Pointer:
@@ -93,7 +105,8 @@ def parse_pointer(raw: bytes, where: str) -> Pointer:
 
 
 async def _read(target: str, *, required: bool) -> bytes | None:
-    """The bytes at a path or URL; None when it is not there and not `required`."""
+    """The bytes of a small file (latest.json) at a path or URL; None when it is not there and
+    not `required`."""
     if is_url(target):
         parts = urlsplit(target)
         client = HttpClient(f"{parts.scheme}://{parts.netloc}", attempts=3)
@@ -111,9 +124,44 @@ async def _read(target: str, *, required: bool) -> bytes | None:
         if required:
             raise CatalogRefused([f"{target}: no such file"])
         return None
+    if path.stat().st_size > MAX_POINTER_BYTES:
+        raise CatalogRefused([f"{target}: larger than {MAX_POINTER_BYTES} bytes"])
+    return path.read_bytes()
+
+
+def _hash_file(path: Path) -> tuple[int, str]:
+    """(size, sha256) of a file, read a chunk at a time."""
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as raw:
+        while chunk := raw.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()
+
+
+async def _export(target: str) -> tuple[Path, int, str, bool]:
+    """(path, size, sha256, downloaded) of the export: a local file hashed where it lies, a URL
+    downloaded into a temporary file while hashed, never held in memory whole."""
+    if is_url(target):
+        parts = urlsplit(target)
+        client = HttpClient(f"{parts.scheme}://{parts.netloc}", attempts=3)
+        handle, name = tempfile.mkstemp(prefix="kernelindex-catalog-", suffix=".jsonl.zst")
+        os.close(handle)
+        try:
+            size, sha256 = await client.download(parts.path + (f"?{parts.query}" if parts.query else ""), Path(name), MAX_EXPORT_BYTES)
+        except FetchError as error:
+            Path(name).unlink(missing_ok=True)
+            raise CatalogRefused([f"{target}: {error.reason}"]) from None
+        finally:
+            await client.aclose()
+        return Path(name), size, sha256, True
+    path = Path(target)
+    if not path.is_file():
+        raise CatalogRefused([f"{target}: no such file"])
     if path.stat().st_size > MAX_EXPORT_BYTES:
         raise CatalogRefused([f"{target}: larger than {MAX_EXPORT_BYTES} bytes"])
-    return path.read_bytes()
+    size, sha256 = _hash_file(path)
+    return path, size, sha256, False
 
 
 async def fetch(location: Location) -> Fetched:
@@ -123,25 +171,24 @@ async def fetch(location: Location) -> Fetched:
     export = location.export
     if location.named_by_pointer:
         export = beside(location.pointer, pointer.file)
-    body = await _read(export, required=True)
-    file_name = Path(urlsplit(export).path).name if is_url(export) else Path(export).name
-    sha256 = hashlib.sha256(body).hexdigest()
+    path, size, sha256, downloaded = await _export(export)
+    fetched = Fetched(export, "", path, size, sha256, datetime.now(UTC), pointer, notes, downloaded)
+    fetched.file_name = file_name = Path(urlsplit(export).path).name if is_url(export) else Path(export).name
     if pointer is None:
         notes.append(f"no {Path(location.pointer).name} beside {file_name}: its sha256, size and line count were not checked")
     elif pointer.file != file_name:
         notes.append(f"{location.pointer} names {pointer.file}, not {file_name}: not applied")
-        pointer = None
+        fetched.pointer = None
     else:
         problems = []
-        if len(body) != pointer.size_bytes:
-            problems.append(
-                f"{file_name}: {len(body)} bytes, {Path(location.pointer).name} says {pointer.size_bytes} (truncated or replaced)"
-            )
+        if size != pointer.size_bytes:
+            problems.append(f"{file_name}: {size} bytes, {Path(location.pointer).name} says {pointer.size_bytes} (truncated or replaced)")
         if sha256 != pointer.sha256:
             problems.append(f"{file_name}: sha256 {sha256}, {Path(location.pointer).name} says {pointer.sha256}")
         if problems:
+            fetched.discard()
             raise CatalogRefused(problems)
-    return Fetched(export, file_name, body, sha256, datetime.now(UTC), pointer, notes)
+    return fetched
 
 
 def file_stat(location: Location) -> dict[str, Any] | None:

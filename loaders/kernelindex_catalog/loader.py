@@ -86,10 +86,14 @@ class CatalogLoader(WholeSourceLoader):
         fetched = await fetch(location)
         report.file_name, report.sha256, report.notes = fetched.file_name, fetched.sha256, list(fetched.notes)
         if await imported(sha256=fetched.sha256):
+            fetched.discard()
             report.skipped_as_imported = True
             return None
         step("fetch", "decompress")
-        parsed = parse(fetched)
+        try:
+            parsed = parse(fetched)
+        finally:
+            fetched.discard()  # a downloaded export's temporary file: its rows are read
         step("decompress and parse", f"check {len(parsed.lines):,} rows")
         catalog = normalize(fetched.file_name, parsed)
         report.read, report.refused = catalog.read, catalog.refused

@@ -8,7 +8,9 @@ too, so that every problem gets its line.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import zstandard
@@ -28,21 +30,44 @@ class Line:
     row: dict
 
 
-def decompress(fetched: Fetched) -> bytes:
+# Compressed bytes read at a time: the export is streamed, never held whole (nor its expansion).
+READ_BYTES = 1 << 20
+
+
+def decompressed_lines(fetched: Fetched) -> Iterator[bytes]:
+    """The export's decompressed lines, each with its newline (a last line may lack it), read
+    from `fetched.path` a chunk at a time. Refused at once: bytes other than the ones fetch()
+    hashed (the file changed since), a stream that is not zstd, one that ends before its frame
+    does (truncated) or has bytes after it, or an expansion past MAX_DECOMPRESSED_BYTES."""
     name = fetched.file_name
-    decompressor = zstandard.ZstdDecompressor()
-    stream = decompressor.decompressobj()
-    try:
-        data = stream.decompress(fetched.body)
-    except zstandard.ZstdError as error:
-        raise CatalogRefused([f"{name}: not a valid zstd stream ({error})"]) from None
+    stream = zstandard.ZstdDecompressor().decompressobj()
+    digest = hashlib.sha256()
+    total = 0
+    tail = b""
+    with open(fetched.path, "rb") as raw:
+        while chunk := raw.read(READ_BYTES):
+            digest.update(chunk)
+            try:
+                data = stream.decompress(chunk)
+            except zstandard.ZstdError as error:
+                raise CatalogRefused([f"{name}: not a valid zstd stream ({error})"]) from None
+            total += len(data)
+            if total > MAX_DECOMPRESSED_BYTES:
+                raise CatalogRefused([f"{name}: decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes"])
+            lines = (tail + data).split(b"\n")
+            tail = lines.pop()
+            for line in lines:
+                yield line + b"\n"
+            if stream.eof:
+                if stream.unused_data or raw.read(1):
+                    raise CatalogRefused([f"{name}: bytes after the end of the zstd frame"])
+                break
+    if digest.hexdigest() != fetched.sha256:
+        raise CatalogRefused([f"{name}: changed while it was read (its sha256 is no longer {fetched.sha256})"])
     if not stream.eof:
-        raise CatalogRefused([f"{name}: truncated: the zstd frame ends early (after {len(data)} decompressed bytes)"])
-    if stream.unused_data:
-        raise CatalogRefused([f"{name}: {len(stream.unused_data)} bytes after the end of the zstd frame"])
-    if len(data) > MAX_DECOMPRESSED_BYTES:
-        raise CatalogRefused([f"{name}: decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes"])
-    return data
+        raise CatalogRefused([f"{name}: truncated: the zstd frame ends early (after {total} decompressed bytes)"])
+    if tail:
+        yield tail
 
 
 @dataclass
@@ -51,17 +76,15 @@ class Parsed:
     problems: list[str]  # bad lines, unknown tables, a wrong line count: the rows are still checked
 
 
-def split_lines(fetched: Fetched, data: bytes) -> Parsed:
+def split_lines(fetched: Fetched, raw_lines: Iterable[bytes]) -> Parsed:
     name = fetched.file_name
     problems: list[str] = []
-    if data and not data.endswith(b"\n"):
-        problems.append(f"{name}: the last line has no newline (truncated)")
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()
     lines: list[Line] = []
     unknown: dict[str, list[int]] = {}
+    number = 0
     for number, raw in enumerate(raw_lines, start=1):
+        if not raw.endswith(b"\n"):
+            problems.append(f"{name}: the last line has no newline (truncated)")
         try:
             item = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -82,8 +105,8 @@ def split_lines(fetched: Fetched, data: bytes) -> Parsed:
         where = f"line {numbers[0]}" + (f" and {len(numbers) - 1} more" if len(numbers) > 1 else "")
         problems.append(f"{name}: {where}: unknown table {table!r} (known: {', '.join(TABLES)})")
     pointer = fetched.pointer
-    if pointer is not None and len(raw_lines) != pointer.lines:
-        problems.append(f"{name}: {len(raw_lines)} lines, latest.json says {pointer.lines}")
+    if pointer is not None and number != pointer.lines:
+        problems.append(f"{name}: {number} lines, latest.json says {pointer.lines}")
     return Parsed(lines, problems)
 
 
@@ -95,5 +118,6 @@ def capped(problems: list[str]) -> list[str]:
 
 def parse(fetched: Fetched) -> Parsed:
     """The lines that are rows of known tables, and the problems of the others (normalize.py
-    reports them with its own, all at once)."""
-    return split_lines(fetched, decompress(fetched))
+    reports them with its own, all at once). Streamed: the file is read and decompressed a chunk
+    at a time and each line parsed as it comes; only the rows are kept."""
+    return split_lines(fetched, decompressed_lines(fetched))

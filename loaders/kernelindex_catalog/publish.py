@@ -40,7 +40,7 @@ EXPORT_LICENSE = "Apache-2.0 (the KernelIndex catalog export, SamMausberg/Kernel
 
 def export_record(fetched: Fetched) -> dict[str, Any]:
     pointer = fetched.pointer
-    record = {"file": fetched.file_name, "sha256": fetched.sha256, "sizeBytes": len(fetched.body), "license": EXPORT_LICENSE}
+    record = {"file": fetched.file_name, "sha256": fetched.sha256, "sizeBytes": fetched.size, "license": EXPORT_LICENSE}
     if pointer is not None:
         record["generatedAt"] = pointer.generated_at
         if pointer.url:
