@@ -61,12 +61,20 @@ class Loaders:
     notes: DataLoader[str, Doc | None]
     jobs: DataLoader[str, Doc | None]
     code_pins: DataLoader[str, Doc | None]
+    serving_runs: DataLoader[str, Doc | None]
+    # What a serving run names, by digest (store/read_models.py ManifestDocument).
+    model_revisions: DataLoader[str, Doc | None]
+    serving_configurations: DataLoader[str, Doc | None]
+    serving_stack_revisions: DataLoader[str, Doc | None]
+    serving_workloads: DataLoader[str, Doc | None]
 
     def __init__(self, db: Database):
         # By key, one per node type (runs, definitions, ..., groups, notes, jobs).
         for node_type in NODE_TYPES.values():
             setattr(self, node_type.loader, _by_id_loader(db, node_type.collection))
         self.code_pins = _by_id_loader(db, "code_pins")
+        for collection in ("model_revisions", "serving_configurations", "serving_stack_revisions", "serving_workloads"):
+            setattr(self, collection, _by_id_loader(db, collection))
 
         async def groups_of_definitions(keys: list[str]) -> list[Doc]:
             return await where_in(db, "comparison_groups", "definitionDigest", keys)

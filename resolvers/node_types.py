@@ -39,6 +39,7 @@ NODE_TYPES: dict[str, NodeType] = {
         NodeType("Environment", "environments", "environments", "resolvers.types.environment", REGISTRY),
         NodeType("ComparisonGroup", "comparison_groups", "groups", "resolvers.types.group", REGISTRY),
         NodeType("Attestation", "attestations", "attestations", "resolvers.types.attestation", REGISTRY),
+        NodeType("ServingRun", "serving_runs", "serving_runs", "resolvers.types.serving", REGISTRY),
         NodeType("Note", "notes", "notes", "resolvers.types.note", REGISTRY, entity=False),
         NodeType("BenchmarkJob", "jobs", "jobs", "resolvers.types.job", BENCHMARKS),
     )

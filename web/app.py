@@ -23,6 +23,7 @@ from web.operations import operation_page
 from web.render import not_found, page
 from web.runs import report_issue, run_page
 from web.security_headers import SecurityHeaders
+from web.serving import serving_page
 from web.timing import ServerTiming
 
 STATIC = Path(__file__).parent / "static"
@@ -59,6 +60,7 @@ def create_web_app(graphql_url: str, *, transport: httpx.AsyncBaseTransport | No
             Route("/runs/{digest}", run_page),
             Route("/runs/{digest}/report", report_issue, methods=["POST"]),
             Route("/compare", compare_page),
+            Route("/serving", serving_page),
             Route("/records/feed.xml", records_feed),
             Route("/graphiql", graphiql_page),
             Mount("/static/graphiql", graphiql_assets()),

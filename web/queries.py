@@ -138,3 +138,28 @@ RESOLVE = (
 REPORT_ISSUE = """mutation ReportIssue($input: RunReportIssueInput!) {
   runReportIssue(input: $input) { report { id category createdAt } userErrors { field message code } }
 }"""
+
+# /serving: one page of serving runs (filtered) and every value each filter can take, in one
+# document. Serving runs have no rank: the list is newest observation first.
+SERVING_RUNS = """query ServingRuns($filter: ServingRunFilter, $first: Int!, $after: String) {
+  servingRuns(filter: $filter, first: $first, after: $after) {
+    totalCount
+    pageInfo { hasNextPage endCursor }
+    nodes {
+      digest title name observedAt round scenario benchmark externalId status qualityPolicy
+      topology { acceleratorModel acceleratorsPerNode nodeCount totalAccelerators }
+      measurements { metric statistic unit value display }
+      manifests { kind digest }
+      model { name title }
+      configuration { system dtype stack { project version } }
+      workload { title }
+      sourceUrls
+      provenance { exportFile exportSha256 source sourceName license attribution text }
+    }
+  }
+  servingRunFacets {
+    totalCount
+    models { value title count } scenarios { value title count } accelerators { value title count }
+    systems { value title count } rounds { value title count }
+  }
+}"""

@@ -15,16 +15,18 @@ from resolvers.cost_limit import PAGE, assumed_size
 from resolvers.errors import ClientError
 from resolvers.node_types import NODE_TYPES
 from resolvers.registry.resolve import AxisValueInput, KernelRequest, KernelResolution, resolve_many, resolve_one
-from resolvers.types.common import EvidenceLevel, RunStatus, check_first, cursor_parts, decode_cursor, encode_cursor
+from resolvers.types.common import EvidenceLevel, RunStatus, check_first, cursor_parts, decode_cursor, encode_cursor, shown
 from resolvers.types.connection import Connection, connection
 from resolvers.types.definition import Definition, DefinitionSearch
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.node import Node
 from resolvers.types.record import RecordChange
 from resolvers.types.run import Run, run_connection
+from resolvers.types.serving import ServingFacetValue, ServingRun, ServingRunFacets, ServingRunPage
 from resolvers.types.viewer import Viewer
 from store.queries import definition_cursor, definition_named, definitions_by_name, definitions_page, run_by_external_id, runs_page
 from store.records import recent_records
+from store.serving import FacetValue, ServingFilter, serving_facets, serving_runs_page
 
 # `definitions` is one list, not a connection: its length is `first` (default and most: every
 # definition up to this many), which the cost estimate multiplies what is asked of each by
@@ -82,6 +84,49 @@ def _run_query(f: RunFilter | None) -> dict[str, Any]:
     return query
 
 
+@strawberry.input(
+    description="Narrow the serving runs. All given conditions must hold; each is an exact value (servingRunFacets lists them)."
+)
+class ServingRunFilter:
+    model: str | None = strawberry.field(default=None, description='The model revision\'s name, e.g. "mlperf-llama2-70b".')
+    scenario: str | None = strawberry.field(default=None, description="spec.sourceNative.scenario: offline, server or interactive.")
+    accelerator: str | None = strawberry.field(default=None, description='spec.topology.acceleratorModel, e.g. "NVIDIA B200-SXM-180GB".')
+    accelerator_vendor: str | None = strawberry.field(default=None, description="spec.topology.acceleratorVendor, e.g. nvidia, amd.")
+    system: str | None = strawberry.field(default=None, description="The configuration's spec.options.system (MLPerf's system under test).")
+    round: str | None = strawberry.field(default=None, description='spec.harness.version, e.g. "v5.1".')
+
+
+MAX_FILTER_TEXT = 200
+
+
+def _serving_filter(f: ServingRunFilter | None) -> ServingFilter:
+    f = f or ServingRunFilter()
+    where = ServingFilter(f.model, f.scenario, f.accelerator, f.accelerator_vendor, f.system, f.round)
+    for name, value in (("model", f.model), ("scenario", f.scenario), ("accelerator", f.accelerator)):
+        _short_enough(name, value)
+    for name, value in (("acceleratorVendor", f.accelerator_vendor), ("system", f.system), ("round", f.round)):
+        _short_enough(name, value)
+    return where
+
+
+def _short_enough(name: str, value: str | None) -> None:
+    if value is not None and len(value) > MAX_FILTER_TEXT:
+        raise ClientError(f"filter.{name}: {len(value):,} characters; at most {MAX_FILTER_TEXT}")
+
+
+def _serving_after(cursor: str) -> tuple[str, str]:
+    parts = cursor_parts(cursor, "serving")
+    # "<observedAt>|<digest hex>": observedAt holds colons, which the cursor's own parts use.
+    observed_at, _, digest = ":".join(parts).rpartition("|")
+    if not observed_at or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ClientError(f"after: {shown(cursor)} is not a valid cursor")
+    return observed_at, "sha256:" + digest
+
+
+def _facets(values: list[FacetValue]) -> list[ServingFacetValue]:
+    return [ServingFacetValue(value=v.value, title=v.title, count=v.count) for v in values]
+
+
 @strawberry.type
 class Query:
     @strawberry.field(
@@ -119,6 +164,38 @@ class Query:
         after_seq = decode_cursor(after, "runs", 1)[0] if after else None
         docs, more = await runs_page(info.context.db, query=_run_query(filter), first=check_first(first), after_seq=after_seq)
         return await run_connection(docs, more, lambda d: encode_cursor("runs", d["seq"]), info)
+
+    @strawberry.field(
+        description="Serving runs (MLPerf Inference results from the KernelIndex catalog), newest observation first. "
+        "Listed with their manifests' digests, measurements and provenance; never ranked, and never in a comparison group.",
+        directives=[PAGE],
+    )
+    async def serving_runs(
+        self, info: Info, filter: ServingRunFilter | None = None, first: int = 20, after: str | None = None
+    ) -> ServingRunPage:
+        where = _serving_filter(filter)
+        position = _serving_after(after) if after else None
+        found = await serving_runs_page(info.context.db, where=where, first=check_first(first), after=position)
+        page = connection(
+            found.runs,
+            found.has_next,
+            ServingRun.from_doc,
+            lambda d: encode_cursor("serving", f"{d.run.observed_at}|{d.digest.removeprefix('sha256:')}"),
+        )
+        return ServingRunPage(edges=page.edges, page_info=page.page_info, total_count=found.total)
+
+    @strawberry.field(description="Every value each servingRuns filter can take, with how many runs have it.")
+    async def serving_run_facets(self, info: Info) -> ServingRunFacets:
+        f = await serving_facets(info.context.db)
+        return ServingRunFacets(
+            total_count=f.total,
+            models=_facets(f.models),
+            scenarios=_facets(f.scenarios),
+            accelerators=_facets(f.accelerators),
+            accelerator_vendors=_facets(f.accelerator_vendors),
+            systems=_facets(f.systems),
+            rounds=_facets(f.rounds),
+        )
 
     @strawberry.field
     async def comparison_group(self, info: Info, id: strawberry.ID) -> ComparisonGroup | None:

@@ -53,7 +53,7 @@ class PageInfo:
 
 
 # Cursors name the list they page ("runs:<seq>"), so one list's cursor is refused by another.
-CURSOR_KINDS = ("runs", "group", "attestations", "notes", "jobs", "events", "definitions")
+CURSOR_KINDS = ("runs", "group", "attestations", "notes", "jobs", "events", "definitions", "serving")
 MAX_CURSOR_PART = 2**63 - 1  # what the database compares (a larger number cannot be a position)
 
 
