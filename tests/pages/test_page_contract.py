@@ -37,6 +37,7 @@ async def pages(graphql):
         "run": f"/runs/{second}",
         "compare": f"/compare?runs={second},{group['leader']['digest']}",
         "search": "/?q=qknorm",
+        "serving": "/serving",
     }
 
 
