@@ -5,8 +5,9 @@ primary measurement, computed by us, equal the row's.
 
     .venv/bin/python bench/verify_format.py data/kernelindex-catalog/catalog-2026-08-16-0022af0b.jsonl.zst
 
-Prints one line per table (manifests checked, refused, digest mismatches) and the first few
-problems; exits 1 when any manifest is refused or any digest differs.
+Prints one line per kind (manifests in the export, distinct objects, loaded, refused: a refused
+manifest fails validation or its digest is not the export's), the keys' mismatches and the first
+few problems; exits 1 when any manifest is refused or any digest or key differs.
 """
 
 from __future__ import annotations
@@ -22,20 +23,8 @@ from pathlib import Path
 import zstandard
 
 from registry.comparison import cohort_of, primary_measurement
-from registry.format import FormatError, format_digest, parse_format_manifest
-
-# table -> (digest column, manifest key inside `manifest` or None when `manifest` is the manifest)
-TABLES = {
-    "projects": (None, None),
-    "operations": ("semanticDigest", None),
-    "workloads": ("workloadDigest", None),
-    "implementations": ("implementationDigest", None),
-    "model_revisions": ("modelDigest", None),
-    "serving_stack_revisions": ("stackDigest", None),
-    "serving_configurations": ("configurationDigest", None),
-    "serving_workloads": ("workloadDigest", None),
-    "serving_runs": ("runDigest", None),
-}
+from registry.format import parse_format_manifest
+from registry.format_conformance import Conformance
 
 
 def rows(path: Path):
@@ -45,37 +34,19 @@ def rows(path: Path):
 
 
 def main(path: str) -> int:
-    checked, refused, mismatched = Counter(), Counter(), Counter()
     problems: list[str] = []
     started = time.perf_counter()
-
-    def check(table: str, manifest: dict, expected: str | None) -> None:
-        checked[table] += 1
-        try:
-            parsed = parse_format_manifest(manifest)
-        except FormatError as error:
-            refused[table] += 1
-            problems.append(f"{table} {manifest.get('metadata', {}).get('name')}: {error}")
-            return
-        if expected is not None and format_digest(parsed) != expected:
-            mismatched[table] += 1
-            problems.append(f"{table} {manifest['metadata']['name']}: digest {format_digest(parsed)} != {expected}")
-
+    conformance = Conformance()
     workloads: dict[str, dict] = {}
     runs: list[dict] = []
     for item in rows(Path(path)):
         table, row = item["table"], item["row"]
-        if table in TABLES:
-            column, _ = TABLES[table]
-            check(table, row["manifest"], row.get(column) if column else None)
-            if table == "workloads":
-                workloads[row["workloadDigest"]] = row["manifest"]["spec"]
+        conformance.check_rows([item])
+        if table == "workloads":
+            workloads[row["workloadDigest"]] = row["manifest"]["spec"]
         elif table == "benchmark_runs":
-            bundle = row["manifest"]
-            check("benchmark_runs", bundle["run"], row["runDigest"])
-            check("benchmark_runs.protocol", bundle["protocol"], bundle["run"]["spec"]["protocolDigest"])
-            check("benchmark_runs.environment", bundle["environment"], bundle["run"]["spec"]["environmentDigest"])
             runs.append(row)
+    problems += conformance.refusals()
 
     keys = ("comparisonKey", "protocolKey", "environmentKey", "correctnessKey")
     key_mismatch: Counter = Counter()
@@ -94,10 +65,10 @@ def main(path: str) -> int:
                 problems.append(f"run {row['runDigest']}: {key} {value} != {row[key]}")
         cohorts.add(row["comparisonKey"])
     elapsed = time.perf_counter() - started
-    print(f"{'table':<32}{'checked':>10}{'refused':>10}{'mismatch':>10}")
-    for table in checked:
-        print(f"{table:<32}{checked[table]:>10}{refused[table]:>10}{mismatched[table]:>10}")
-    print(f"{sum(checked.values())} manifests in {elapsed:.1f} s")
+    # By kind: every manifest of the export (a run row holds its run, protocol and environment),
+    # the distinct objects, how many load (valid v1alpha1, the export's digest) and are refused.
+    print("\n".join(conformance.table()))
+    print(f"{sum(c.manifests for c in conformance.kinds.values())} manifests in {elapsed:.1f} s")
     print(
         f"{len(runs)} runs in {len(cohorts)} cohorts; keys recomputed, mismatches: "
         + ", ".join(f"{k} {key_mismatch[k]}" for k in (*keys, "primaryMetric", "primaryValue", "primaryStatistic", "primaryUnit"))

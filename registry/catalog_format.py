@@ -37,3 +37,35 @@ SERVING_COLLECTIONS = {
 }
 
 POINTER = "latest.json"
+
+# Each table that holds manifests -> the row's column with the manifest's digest (None: the export
+# names the row by id only). `benchmark_runs` holds three manifests a row (run, protocol,
+# environment): see `manifests_of`.
+DIGEST_COLUMNS = {
+    "projects": None,
+    "operations": "semanticDigest",
+    "workloads": "workloadDigest",
+    "implementations": "implementationDigest",
+    "model_revisions": "modelDigest",
+    "serving_stack_revisions": "stackDigest",
+    "serving_configurations": "configurationDigest",
+    "serving_workloads": "workloadDigest",
+    "serving_runs": "runDigest",
+}
+
+
+def manifests_of(table: str, row: dict) -> list[tuple[dict, str | None]]:
+    """The manifests one export row holds, each with the digest the export records for it (None
+    where it records none): what a check of the export against the format walks."""
+    if table in DIGEST_COLUMNS:
+        column = DIGEST_COLUMNS[table]
+        return [(row["manifest"], row[column] if column else None)]
+    if table == "benchmark_runs":
+        bundle = row["manifest"]
+        run = bundle["run"]
+        return [
+            (run, row["runDigest"]),
+            (bundle["protocol"], run["spec"]["protocolDigest"]),
+            (bundle["environment"], run["spec"]["environmentDigest"]),
+        ]
+    return []

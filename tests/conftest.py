@@ -42,7 +42,26 @@ def mongo_uri(tmp_path_factory):
         yield server.uri
 
 
+# Tables a test writes into the test output (`report` fixture), printed after the summary.
+REPORTS = pytest.StashKey[dict]()
+
+
+@pytest.fixture
+def report(request):
+    """`report(title, lines)`: lines shown under `title` after the test summary (counts a test
+    measured, e.g. the format conformance by kind)."""
+
+    def write(title: str, lines: list[str]) -> None:
+        request.config.stash.setdefault(REPORTS, {})[title] = lines
+
+    return write
+
+
 def pytest_terminal_summary(terminalreporter, config):
+    for title, lines in config.stash.get(REPORTS, {}).items():
+        terminalreporter.section(title)
+        for line in lines:
+            terminalreporter.write_line(line)
     log = Path(str(config._tmp_path_factory.getbasetemp())) / SERVER_LOG if hasattr(config, "_tmp_path_factory") else None
     if log is None or not log.is_file():
         return

@@ -1,6 +1,8 @@
 """What `serve` shows from the bundled data: the B200 leaderboard group and our H200 group under
 one operation, and the controlled reruns executed on the lent H200 as KernelIndex Verified."""
 
+from tests.fixtures import BUNDLED_CATALOG_OBJECTS
+
 
 async def test_both_groups_under_one_operation_and_the_verified_h200_run(bundled_api):
     data = await bundled_api.data("""{
@@ -52,3 +54,39 @@ async def test_both_groups_under_one_operation_and_the_verified_h200_run(bundled
         < geomean["kernelindex-051-ext-cluster"]
         < geomean["kernelindex-051-ext"]
     )
+
+
+# Where each kind of the format is stored (store/schema.py).
+COLLECTIONS = {
+    "OperationSpec": "definitions",
+    "WorkloadCase": "workloads",
+    "WorkloadSuite": "workloads",
+    "SoftwareProject": "projects",
+    "ImplementationRevision": "implementations",
+    "BenchmarkProtocol": "protocols",
+    "ExecutionEnvironment": "environments",
+    "BenchmarkRun": "runs",
+    "ModelRevision": "model_revisions",
+    "ServingStackRevision": "serving_stack_revisions",
+    "ServingConfiguration": "serving_configurations",
+    "ServingWorkload": "serving_workloads",
+    "ServingRun": "serving_runs",
+}
+
+
+async def test_the_bundled_export_is_stored_by_kind(bundled_db, report):
+    """Loaded / refused by kind through the import `serve` runs: every object of the bundled export
+    (tests/registry/test_bundled_catalog_format.py counts them in the file) is stored with the
+    export's provenance, and the import refused no row."""
+    (record,) = await bundled_db.catalog_imports.find().to_list()
+    sha256 = record["_id"]
+    lines = [
+        f"{'kind':<24}{'in export':>10}{'stored':>10}   (import record: {record['export']['file']}, refused rows: {sum(record['refused'].values())})"
+    ]
+    stored = {}
+    for kind, collection in COLLECTIONS.items():
+        stored[kind] = await bundled_db[collection].count_documents({"kind": kind, "provenance.export.sha256": sha256})
+        lines.append(f"{kind:<24}{BUNDLED_CATALOG_OBJECTS[kind]:>10,}{stored[kind]:>10,}")
+    report("the bundled catalog export as stored by `serve`, by kind", lines)
+    assert record["refused"] == {} or not any(record["refused"].values())
+    assert stored == BUNDLED_CATALOG_OBJECTS

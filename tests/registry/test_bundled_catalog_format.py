@@ -8,26 +8,17 @@ from __future__ import annotations
 
 import io
 import json
-from collections import Counter
 from pathlib import Path
 
 import pytest
 import zstandard
 
 from registry.comparison import cohort_of, primary_measurement
-from registry.format import FormatError, format_digest, parse_format_manifest
+from registry.format import parse_format_manifest
+from registry.format_conformance import Conformance
+from tests.fixtures import BUNDLED_CATALOG_OBJECTS
 
 BUNDLED = Path(__file__).resolve().parents[2] / "data" / "kernelindex-catalog"
-DIGESTED = {
-    "operations": "semanticDigest",
-    "workloads": "workloadDigest",
-    "implementations": "implementationDigest",
-    "model_revisions": "modelDigest",
-    "serving_stack_revisions": "stackDigest",
-    "serving_configurations": "configurationDigest",
-    "serving_workloads": "workloadDigest",
-    "serving_runs": "runDigest",
-}
 
 
 @pytest.fixture(scope="module")
@@ -37,35 +28,14 @@ def export_rows() -> list[dict]:
         return [json.loads(line) for line in io.TextIOWrapper(reader, encoding="utf-8")]
 
 
-def test_every_manifest_validates_and_every_digest_is_the_exports(export_rows):
-    checked: Counter = Counter()
-    problems: list[str] = []
-
-    def check(label: str, manifest: dict, expected: str | None) -> None:
-        checked[label] += 1
-        try:
-            digest = format_digest(parse_format_manifest(manifest))
-        except FormatError as error:
-            problems.append(f"{label} {manifest['metadata']['name']}: {error}")
-            return
-        if expected is not None and digest != expected:
-            problems.append(f"{label} {manifest['metadata']['name']}: {digest} != {expected}")
-
-    for item in export_rows:
-        table, row = item["table"], item["row"]
-        if table in DIGESTED:
-            check(table, row["manifest"], row[DIGESTED[table]])
-        elif table == "projects":
-            check(table, row["manifest"], None)  # the export names projects by id, not digest
-        elif table == "benchmark_runs":
-            bundle = row["manifest"]
-            check("runs", bundle["run"], row["runDigest"])
-            check("protocols", bundle["protocol"], bundle["run"]["spec"]["protocolDigest"])
-            check("environments", bundle["environment"], bundle["run"]["spec"]["environmentDigest"])
-    assert problems == []
-    # The export's counts (its README): 7,857 runs, 5,627 workloads, 4,250 implementations, ...
-    assert checked["runs"] == 7857 and checked["workloads"] == 5627 and checked["implementations"] == 4250
-    assert checked["operations"] == 449 and checked["serving_runs"] == 722
+def test_every_manifest_validates_and_every_digest_is_the_exports(export_rows, report):
+    conformance = Conformance().check_rows(export_rows)
+    report("v1alpha1 conformance of the bundled catalog export, by kind (loaded / refused)", conformance.table())
+    assert conformance.refusals() == []
+    assert {kind: len(count.digests) for kind, count in conformance.kinds.items()} == BUNDLED_CATALOG_OBJECTS
+    # Every kind of the format is in the export, and every manifest of it loads.
+    assert all(count.loaded == count.manifests > 0 for count in conformance.kinds.values())
+    assert sum(count.manifests for count in conformance.kinds.values()) == 35458
 
 
 def test_every_runs_cohort_keys_are_the_exports(export_rows):

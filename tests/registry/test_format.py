@@ -228,3 +228,26 @@ def test_an_integral_float_is_an_integer_and_digests_alike():
     assert format_digest(parsed) == format_digest(parse_format_manifest(case))
     as_floats["spec"]["axes"]["tokens"] = 2048.5
     assert _refusal(as_floats) == [("spec.axes.tokens", "Input should be a valid integer")]
+
+
+def test_conformance_of_the_formats_own_examples_by_kind(report):
+    """Item 1 of #23 in one table: each kind's example loads; each invalid file is refused with its
+    reason. The examples are copied into registry/examples/ (a clone has no upstream reference)."""
+    lines = [f"{'kind':<24}{'example':<32}{'loaded':>8}"]
+    for kind, stem in SCHEMA_FILES.items():
+        (document,) = read_documents(EXAMPLES_DIR / f"{stem}.yaml")
+        assert parse_format_manifest(document).kind == kind
+        lines.append(f"{kind:<24}{stem + '.yaml':<32}{'yes':>8}")
+    lines.append(f"{len(SCHEMA_FILES)} kinds, {len(VALID)} examples loaded; refused:")
+    for path in INVALID:
+        try:
+            (document,) = read_documents(path)
+            parse_format_manifest(document)
+        except ManifestError as error:
+            where, reason = error.problems[0]
+            reason = next((line for line in reason.splitlines() if "duplicate key" in line), reason.splitlines()[0])
+            lines.append(f"  invalid/{path.name}: {Path(where).name if where == str(path) else where}: {reason}")
+            continue
+        raise AssertionError(f"{path.name} was loaded")
+    report("v1alpha1 conformance of the format's examples (registry/examples/)", lines)
+    assert len(VALID) == len(SCHEMA_FILES) == 13 and len(INVALID) == 4
