@@ -22,8 +22,10 @@ same process and event loop, as a hand-written data layer would do it (independe
 concurrent, dependent ones chained); the two alternate request by request:
 
   (a) the run; then its protocol, environment, workload, implementation, definition and group
-      (concurrently); then the group's leader run. (GraphQL also reads the run's attestations.)
-  (b) the page of 101 current runs by `seq` descending (the find of `store.queries.runs_page`);
+      (concurrently), whose document carries its #1's row (store/leaderboards.py: the API reads
+      no leader run either). (GraphQL also reads the run's attestations.)
+  (b) the page of 101 current runs by `seq` descending (the find of `store.queries.runs_page`,
+      projected to the listed fields, `LISTED_FIELDS`, as the API reads it for this query);
       then `$in` lookups of the page's protocols, environments and groups (concurrently).
 
 GraphQL goes through the real ASGI app (`server.app.create_app`, production settings: limits and
@@ -73,7 +75,7 @@ from server.settings import Settings  # noqa: E402
 from store.client import make_client
 from store.embedded import free_port  # noqa: E402
 from store.publish import publish_many  # noqa: E402
-from store.queries import runs_page  # noqa: E402
+from store.queries import LISTED_FIELDS, runs_page  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
 from tests import factories  # noqa: E402
 
@@ -196,9 +198,9 @@ async def raw_dossier(db, digest: str) -> dict[str, Any]:
     spec = run["spec"]
 
     async def group_and_leader() -> tuple[Doc | None, Doc | None]:
+        # The group's document carries its #1's row (store/leaderboards.py), as the API reads it.
         group = await db.comparison_groups.find_one({"_id": run["groupKey"]})
-        leader_digest = group and group.get("leaderDigest")
-        return group, (await db.runs.find_one({"_id": leader_digest}) if leader_digest else None)
+        return group, ((group or {}).get("leaderboard") or {}).get("leader")
 
     protocol, environment, workload, implementation, definition, (group, leader) = await asyncio.gather(
         db.protocols.find_one({"_id": spec["protocolDigest"]}),
@@ -223,7 +225,7 @@ async def raw_dossier(db, digest: str) -> dict[str, Any]:
 async def raw_page(db, query: dict[str, Any], first: int = PAGE) -> dict[str, Any]:
     """The page through `store.queries.runs_page` (the API's own access path: seq windows), then
     the page's references by `$in`; what is left for GraphQL to add is its own overhead."""
-    page, has_next = await runs_page(db, query=query, first=first, after_seq=None)
+    page, has_next = await runs_page(db, query=query, first=first, after_seq=None, projection=LISTED_FIELDS)
 
     def by_ids(collection: str, keys: set[str]) -> Awaitable[list[Doc]]:
         return db[collection].find({"_id": {"$in": sorted(keys)}}).to_list()

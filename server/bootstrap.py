@@ -26,6 +26,7 @@ from loaders.pipeline import bundled_sources, run_import
 from registry.code import PinsError, parse_pins
 from registry.dsse import keyid, load_public_key
 from server.settings import Settings
+from store import leaderboards
 from store.client import make_client
 from store.code_pins import save_pins
 from store.manifest_set import publish_set
@@ -89,6 +90,8 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path, say: Callable[
     try:
         db = client[settings.database]
         await ensure_schema(db)
+        # Groups stored before leaderboards existed get theirs (pages read the runs until then).
+        await leaderboards.backfill(db)
         controlled = sorted((data_dir / "controlled").rglob("manifests.json"))
         verified = sorted((data_dir / "verified").glob("*.json"))
         sources = bundled_sources(data_dir)

@@ -8,7 +8,7 @@ or supersedes source records, ranks each touched cohort and writes:
    projects, artifacts, serving objects): only those not stored yet; a stored one that lacks
    this export's provenance gets it added (its manifest never changes);
 2. per batch of cohorts, in one transaction: the new runs, the ranks of members already stored
-   that move, each cohort's size and #1, its record history (the export's record events), the
+   that move, each cohort's size, #1 and leaderboard (store/leaderboards.py), its record history (the export's record events), the
    `run.published` / `group.changed` events; so a crash never leaves a cohort that disagrees
    with its runs;
 3. last, the import's own record in `catalog_imports` (file, sha256, counts, sources and their
@@ -35,7 +35,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from registry.ranking import Entry, RankRule, leader, rank_entries
-from store import events, records
+from store import events, leaderboards, records
 from store.chunks import chunked
 from store.group_members import UNRANKED_ORDER, current_members, rank_order
 from store.publish import insert_ignoring_duplicates
@@ -268,13 +268,13 @@ async def _write_groups(
         members: dict[str, list[dict[str, Any]]] = {}
         for chunk in chunked(group_keys):
             query = {"groupKey": {"$in": chunk}, "current": True}
-            async for doc in db.runs.find(query, {"_id": 1, "groupKey": 1, "rank": 1, "rankValue": 1, "rankNoise": 1}, session=session):
+            async for doc in db.runs.find(query, {**leaderboards.MEMBER_PROJECTION, "groupKey": 1}, session=session):
                 if doc["_id"] not in leaving:  # superseded in this write
                     members.setdefault(doc["groupKey"], []).append(doc)
         arriving = [dict(doc) for key in group_keys for doc in by_group.get(key, ())]
         first_seq = await events.reserve(db, len(arriving) + len(group_keys), session) if arriving or group_keys else 0
         seq = first_seq
-        new_groups, group_updates, rank_updates, event_docs, record_docs = [], [], [], [], []
+        new_groups, group_updates, rank_updates, event_docs, record_docs, boards = [], [], [], [], [], []
         superseded_here = {old for old in leaving if leaving[old] in group_keys}
         for doc in arriving:
             doc.update(seq=seq, current=True, storedAt=now)
@@ -299,11 +299,14 @@ async def _write_groups(
                     rank_updates.append(
                         UpdateOne({"_id": m["_id"]}, {"$set": {"rank": ranks[m["_id"]], "rankOrder": rank_order(ranks[m["_id"]])}})
                     )
+                m["rank"], m["rankOrder"] = ranks[m["_id"]], rank_order(ranks[m["_id"]])
+            board = leaderboards.leaderboard(key, [*old, *incoming])
+            boards.append(board)
             new_leader = leader(ranks)
             size = len(ranks)
             ranked = sum(1 for r in ranks.values() if r is not None)
             old_leader = group.get("leaderDigest")
-            settled = {"size": size, "rankedSize": ranked, "leaderDigest": new_leader, "updatedAt": now}
+            settled = {"size": size, "rankedSize": ranked, "leaderDigest": new_leader, leaderboards.HEAD: board["head"], "updatedAt": now}
             if is_new:
                 new_groups.append({**group, **settled})  # inserted as it ends, not inserted then updated
             else:
@@ -358,6 +361,7 @@ async def _write_groups(
             await db.runs.bulk_write(rank_updates, ordered=False, session=session)
         if group_updates:
             await db.comparison_groups.bulk_write(group_updates, ordered=False, session=session)
+        await leaderboards.write(db, boards, session)
         entries = [{**e, "storedAt": now} for key in group_keys for e in history.get(key, ())]
         if entries:
             await db[HISTORY].insert_many(entries, ordered=False, session=session)

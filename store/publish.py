@@ -25,7 +25,7 @@ from registry.digest import manifest_digest
 from registry.evidence import derive_evidence_level
 from registry.manifests import Manifest
 from registry.ranking import rank_rule_for, rank_value
-from store import events, groups, source_records
+from store import events, groups, leaderboards, source_records
 from store.bundle import REFERENCED, Bundle, bundle_group, check_references
 from store.chunks import chunked
 from store.group_members import UNRANKED_ORDER
@@ -185,6 +185,7 @@ async def _publish_in_transaction(
         plans.append(await groups.plan(db, key, [p.run_doc for p in members], leaving=leaving, session=session))
     await _write_runs(db, fresh, now, session)
     await groups.apply(db, plans, now, session)
+    await _rebuild_left_groups(db, [p.superseded for p in fresh if p.superseded], set(by_group), session)
     if any(p.bundle.verified_by for p in fresh):
         await _refresh_replication(db, [p for p in fresh if p.bundle.verified_by], session)
     return fresh
@@ -290,6 +291,15 @@ async def _write_runs(db: AsyncDatabase, fresh: list[_Prepared], now: datetime, 
     await db.events.insert_many(event_docs, ordered=True, session=session)
 
 
+async def _rebuild_left_groups(db: AsyncDatabase, superseded: list[str], ranked: set[str], session: AsyncClientSession) -> None:
+    """A superseded run that sat in another cohort than its successor leaves that cohort's
+    leaderboard (the cohorts `ranked` here were rebuilt with their ranks)."""
+    if not superseded:
+        return
+    left = {doc["groupKey"] async for doc in db.runs.find({"_id": {"$in": superseded}}, {"groupKey": 1}, session=session)}
+    await leaderboards.rebuild(db, left - ranked, session)
+
+
 async def _refresh_replication(db: AsyncDatabase, verified: list[_Prepared], session: AsyncClientSession) -> None:
     """Two distinct runner identities verifying the same implementation on the same workload,
     protocol and GPU lift every such run to Independently Replicated."""
@@ -303,7 +313,11 @@ async def _refresh_replication(db: AsyncDatabase, verified: list[_Prepared], ses
             "status": "passed",
         }
         runners: set[str] = set()
-        async for doc in db.runs.find(query, {"verifiedBy": 1}, session=session):
+        verified_groups: set[str] = set()
+        async for doc in db.runs.find(query, {"verifiedBy": 1, "groupKey": 1}, session=session):
             runners.update(doc.get("verifiedBy", []))
+            if doc.get("verifiedBy"):
+                verified_groups.add(doc["groupKey"])
         level = derive_evidence_level(implementation=p.bundle.implementation.spec, verifying_runners=runners).value
         await db.runs.update_many({**query, "verifiedBy": {"$ne": []}}, {"$set": {"evidenceLevel": level}}, session=session)
+        await leaderboards.rebuild(db, verified_groups, session)  # their rows show the evidence level

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -9,6 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
+
+from store.leaderboards import ROW_FIELDS
 
 Doc = dict[str, Any]
 
@@ -19,8 +22,23 @@ WINDOW_PER_RUN = 2
 MIN_WINDOW = 32
 
 
-async def runs_page(db: AsyncDatabase, *, query: dict[str, Any], first: int, after_seq: int | None) -> tuple[list[Doc], bool]:
-    """Newest first. Returns (page, has_next_page).
+# A listed run: a leaderboard row's fields and what it references (the API's lists ask for no
+# more unless they ask for the manifest, cases or the like; then they read whole documents).
+LISTED_FIELDS = {path: 1 for path in ROW_FIELDS} | {
+    "spec.protocolDigest": 1,
+    "spec.environmentDigest": 1,
+    "spec.workloadDigest": 1,
+    "definitionDigest": 1,
+    "groupKey": 1,
+    "source": 1,
+}
+
+
+async def runs_page(
+    db: AsyncDatabase, *, query: dict[str, Any], first: int, after_seq: int | None, projection: dict[str, int] | None = None
+) -> tuple[list[Doc], bool]:
+    """Newest first. Returns (page, has_next_page): whole run documents, or with `projection`
+    (e.g. LISTED_FIELDS) only those fields (and those the paging reads).
 
     Runs are read in windows of `seq` (the event sequence, dense across runs and events) that
     grow geometrically, each one an index range: SecantusDB otherwise sorts every matching
@@ -37,11 +55,12 @@ async def runs_page(db: AsyncDatabase, *, query: dict[str, Any], first: int, aft
     # machine, growing with the store). So the plain newest-runs list (`current` or nothing) asks
     # for the range and leaves superseded runs out here; a range holds about as many runs as values.
     checked = query if set(query) <= {"current"} else {}
+    fields = None if projection is None else {**projection, "seq": 1, **dict.fromkeys(checked, 1)}
     asked = {k: v for k, v in query.items() if k not in checked}
     while len(docs) < wanted and upper > 0:
         lower = max(0, upper - window)
         need = wanted - len(docs)
-        found = await db.runs.find({**asked, "seq": {"$gte": lower, "$lt": upper}}).sort("seq", -1).limit(need).to_list()
+        found = await db.runs.find({**asked, "seq": {"$gte": lower, "$lt": upper}}, fields).sort("seq", -1).limit(need).to_list()
         docs += [d for d in found if all(d.get(k) == v for k, v in checked.items())]
         if len(found) == need:  # the window may hold more (superseded ones were left out): go on below the last
             upper = found[-1]["seq"]
@@ -159,27 +178,43 @@ def _matches(listed: ListedDefinition, words: list[str], gpus: dict[str, str]) -
     return all(any(word in name for name in listed.names) or word in gpu for word in words)
 
 
+def _page_of(listing: _Listing, words: list[str], first: int, after_name: str | None) -> tuple[list[ListedDefinition], bool, int]:
+    matching = [d for d in listing.definitions if _matches(d, words, listing.gpus)]
+    if after_name is None:
+        start = 0
+    elif after_name.startswith(V1_CURSOR):
+        start = next((i for i, d in enumerate(matching) if d.order > (1, after_name.removeprefix(V1_CURSOR))), len(matching))
+    else:
+        start = next((i for i, d in enumerate(matching) if d.order > (0, after_name)), len(matching))
+    return matching[start : start + first], start + first < len(matching), len(matching)
+
+
+async def _documents(db: AsyncDatabase, page: list[ListedDefinition]) -> dict[str, Doc]:
+    return {doc["_id"]: doc for doc in await db.definitions.find({"_id": {"$in": [d.digest for d in page]}}).to_list()} if page else {}
+
+
 async def definitions_page(db: AsyncDatabase, *, words: list[str], first: int, after_name: str | None) -> tuple[list[Doc], bool, int]:
     """Definitions whose name, title or the GPU of one of their comparison groups contains every
     word (case-insensitive; "h200" finds what was measured on an NVIDIA H200), by name after
     `after_name`. Returns (page, has_next_page, how many match in all).
 
     Matched and paged on the listing of every definition's names (`_definition_listing`), then
-    the page's documents are read by `_id`."""
+    the page's documents are read by `_id`. With a listing kept already, its counts are checked
+    while the page is read (two round trips at once, not one after the other)."""
     words = [w.lower() for w in words]
+    kept = _LISTINGS.get((id(db.client), db.name))
+    if kept is not None and (not words or kept.gpu_count >= 0):
+        page, more, total = _page_of(kept, words, first, after_name)
+        counts = [db.definitions.estimated_document_count()] + ([db.comparison_groups.estimated_document_count()] if words else [])
+        (count, *groups), found = await asyncio.gather(asyncio.gather(*counts), _documents(db, page))
+        if count == kept.count and groups in ([], [kept.gpu_count]) and len(found) == len(page):
+            return [found[d.digest] for d in page], more, total
     for attempt in (0, 1):
         listing = await _definition_listing(db, with_gpus=bool(words), fresh=attempt > 0)
-        matching = [d for d in listing.definitions if _matches(d, words, listing.gpus)]
-        if after_name is None:
-            start = 0
-        elif after_name.startswith(V1_CURSOR):
-            start = next((i for i, d in enumerate(matching) if d.order > (1, after_name.removeprefix(V1_CURSOR))), len(matching))
-        else:
-            start = next((i for i, d in enumerate(matching) if d.order > (0, after_name)), len(matching))
-        page = matching[start : start + first]
-        found = {doc["_id"]: doc for doc in await db.definitions.find({"_id": {"$in": [d.digest for d in page]}}).to_list()} if page else {}
+        page, more, total = _page_of(listing, words, first, after_name)
+        found = await _documents(db, page)
         if len(found) == len(page) or attempt:  # else the listing is not this database's any more: read it again
-            return [found[d.digest] for d in page if d.digest in found], start + first < len(matching), len(matching)
+            return [found[d.digest] for d in page if d.digest in found], more, total
     raise AssertionError("unreachable")
 
 

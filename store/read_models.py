@@ -47,6 +47,8 @@ class ComparisonGroupDocument(ReadModel):
     ranked_size: int = Field(0, alias="rankedSize")
     leader_digest: str | None = Field(None, alias="leaderDigest")
     created_at: datetime | None = Field(None, alias="createdAt")
+    # Its leaderboard's head (store/leaderboards.py): catalogRuns and the #1's row; None until built.
+    leaderboard: dict[str, Any] | None = None
 
 
 class NoteAuthor(ReadModel):

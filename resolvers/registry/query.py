@@ -21,10 +21,18 @@ from resolvers.types.definition import Definition, DefinitionSearch
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.node import Node
 from resolvers.types.record import RecordChange
-from resolvers.types.run import Run, run_connection
+from resolvers.types.run import LISTED_ANSWERS, Run, run_connection, selected_run_fields
 from resolvers.types.serving import ServingFacetValue, ServingRun, ServingRunFacets, ServingRunPage
 from resolvers.types.viewer import Viewer
-from store.queries import definition_cursor, definition_named, definitions_by_name, definitions_page, run_by_external_id, runs_page
+from store.queries import (
+    LISTED_FIELDS,
+    definition_cursor,
+    definition_named,
+    definitions_by_name,
+    definitions_page,
+    run_by_external_id,
+    runs_page,
+)
 from store.records import recent_records
 from store.serving import FacetValue, ServingFilter, serving_facets, serving_runs_page
 
@@ -162,8 +170,15 @@ class Query:
     @strawberry.field(description="Runs, newest first.", directives=[PAGE])
     async def runs(self, info: Info, filter: RunFilter | None = None, first: int = 20, after: str | None = None) -> Connection[Run]:
         after_seq = decode_cursor(after, "runs", 1)[0] if after else None
-        docs, more = await runs_page(info.context.db, query=_run_query(filter), first=check_first(first), after_seq=after_seq)
-        return await run_connection(docs, more, lambda d: encode_cursor("runs", d["seq"]), info)
+        listed = selected_run_fields(info) <= LISTED_ANSWERS  # a projection of each run answers it
+        docs, more = await runs_page(
+            info.context.db,
+            query=_run_query(filter),
+            first=check_first(first),
+            after_seq=after_seq,
+            projection=LISTED_FIELDS if listed else None,
+        )
+        return await run_connection(docs, more, lambda d: encode_cursor("runs", d["seq"]), info, whole=not listed)
 
     @strawberry.field(
         description="Serving runs (MLPerf Inference results from the KernelIndex catalog), newest observation first. "

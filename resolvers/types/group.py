@@ -15,6 +15,7 @@ from resolvers.types.environment import Gpu
 from resolvers.types.node import Node
 from store.catalog import catalog_runs_in_group
 from store.group_members import group_runs_page
+from store.leaderboards import page as leaderboard_page
 from store.read_models import ComparisonGroupDocument
 from store.records import group_records
 
@@ -52,9 +53,12 @@ class ComparisonGroup(Node):
     definition_digest: str
     workload_digest: str
     leader_digest: strawberry.Private[str | None]
+    board: strawberry.Private[dict | None]  # the leaderboard's head (store/leaderboards.py)
 
     @strawberry.field(description="How many current runs of this group were imported from a catalog export (the bundled data).")
     async def catalog_runs(self, info: Info) -> int:
+        if self.board is not None:
+            return self.board["catalogRuns"]
         return await catalog_runs_in_group(info.context.db, self.key)
 
     @classmethod
@@ -75,14 +79,18 @@ class ComparisonGroup(Node):
             definition_digest=doc.definition_digest,
             workload_digest=doc.workload_digest,
             leader_digest=doc.leader_digest,
+            board=doc.leaderboard,
         )
 
     @strawberry.field(description="The #1 run (null while no run is ranked).")
     async def leader(self, info: Info) -> Annotated[Run, strawberry.lazy("resolvers.types.run")] | None:
-        from resolvers.types.run import Run
+        from resolvers.types.run import ROW_ANSWERS, Run, selected_run_fields
 
         if self.leader_digest is None:
             return None
+        leader = (self.board or {}).get("leader")
+        if leader and leader["_id"] == self.leader_digest and selected_run_fields(info) <= ROW_ANSWERS:
+            return Run.from_doc(leader)  # the leaderboard's row of #1 answers it: no run read
         doc = await info.context.loaders.runs.load(self.leader_digest)
         return Run.from_doc(doc) if doc else None
 
@@ -104,13 +112,17 @@ class ComparisonGroup(Node):
     async def runs(
         self, info: Info, first: int = 20, after: str | None = None
     ) -> Connection[Annotated[Run, strawberry.lazy("resolvers.types.run")]]:
-        from resolvers.types.run import run_connection
+        from resolvers.types.run import ROW_ANSWERS, run_connection, selected_run_fields
 
         cursor = tuple(decode_cursor(after, "group", 2)) if after else None
-        docs, more = await group_runs_page(
-            info.context.db, group_key=self.key, ranked_size=self.ranked_size, first=check_first(first), after=cursor
-        )
-        return await run_connection(docs, more, lambda d: encode_cursor("group", d["rankOrder"], d["seq"]), info)
+        first = check_first(first)
+        cursor_of = lambda d: encode_cursor("group", d["rankOrder"], d["seq"])  # noqa: E731
+        if selected_run_fields(info) <= ROW_ANSWERS:  # the leaderboard's rows answer it: one document
+            rows = await leaderboard_page(info.context.db, self.key, first=first, after=cursor)
+            if rows is not None:
+                return await run_connection(*rows, cursor_of, info, whole=False)
+        docs, more = await group_runs_page(info.context.db, group_key=self.key, ranked_size=self.ranked_size, first=first, after=cursor)
+        return await run_connection(docs, more, cursor_of, info)
 
     @strawberry.field(
         description="The group's history of #1s, oldest first: each change with its cause (new run, correction, supersession, retraction).",

@@ -270,8 +270,6 @@ class Run(Node):
     rank: int | None = strawberry.field(description="Rank in its comparison group; null when not ranked.")
     evidence_level: EvidenceLevel
     source_native: SourceNative | None
-    artifacts: list[Artifact]
-    manifest: JSON = strawberry.field(description="The canonical manifest.", directives=weighs(MANIFEST_KIB))
     doc: strawberry.Private[dict[str, Any]]
     # Objects a list page loaded for all its runs at once (see run_connection).
     preloaded: strawberry.Private[dict[str, Any]] = dataclasses.field(default_factory=dict)
@@ -292,13 +290,19 @@ class Run(Node):
             rank=doc.get("rank"),
             evidence_level=EvidenceLevel.of(doc["evidenceLevel"]),
             source_native=_source_native(spec.get("sourceNative")),
-            artifacts=[
-                Artifact(name=a["name"], media_type=a.get("mediaType"), uri=a.get("uri"), digest=a.get("digest"))
-                for a in spec.get("artifacts", [])
-            ],
-            manifest=manifest_json(doc),
             doc=doc,
         )
+
+    @strawberry.field
+    def artifacts(self) -> list[Artifact]:
+        return [
+            Artifact(name=a["name"], media_type=a.get("mediaType"), uri=a.get("uri"), digest=a.get("digest"))
+            for a in self.doc["spec"].get("artifacts", [])
+        ]
+
+    @strawberry.field(description="The canonical manifest.", directives=weighs(MANIFEST_KIB))
+    def manifest(self) -> JSON:
+        return manifest_json(self.doc)
 
     @strawberry.field(description="The statistic the protocol ranks by, and its value.")
     def primary_measurement(self) -> Measurement:
@@ -428,13 +432,73 @@ class Run(Node):
         return cls.from_doc(doc) if doc else None
 
 
+# Run fields that a run read as a leaderboard row (store/leaderboards.py ROW_FIELDS) answers: a
+# query for any other field reads whole run documents.
+ROW_ANSWERS = frozenset(
+    {
+        "__typename",
+        "id",
+        "digest",
+        "name",
+        "title",
+        "status",
+        "current",
+        "observedAt",
+        "publishedAt",
+        "rank",
+        "evidenceLevel",
+        "sourceNative",
+        "primaryMeasurement",
+        "measurements",
+        "implementation",
+        "citation",
+    }
+)
+# ... and that a run read with a list page's projection (store/queries.py LISTED_FIELDS) answers.
+LISTED_ANSWERS = ROW_ANSWERS | {"protocol", "environment", "workload", "definition", "group", "identity", "correctness"}
+
+
+def _fields(selections: list) -> set[str]:
+    """The names of the fields selected at this level (fragments flattened)."""
+    names: set[str] = set()
+    for selection in selections:
+        if isinstance(selection, SelectedField):
+            names.add(selection.name)
+        else:
+            names |= _fields(selection.selections)
+    return names
+
+
+def _children(selections: list, name: str) -> list:
+    """The selections under the fields called `name` at this level (fragments flattened)."""
+    out = []
+    for selection in selections:
+        if isinstance(selection, SelectedField):
+            if selection.name == name:
+                out += selection.selections
+        else:
+            out += _children(selection.selections, name)
+    return out
+
+
+def selected_run_fields(info: Info) -> set[str]:
+    """The fields asked of the run(s) the current field returns: of a connection's nodes (edges {
+    node } and nodes), else of the field itself."""
+    here = [selection for field in info.selected_fields for selection in field.selections]
+    if {"edges", "nodes", "pageInfo"} & _fields(here):
+        return _fields(_children(_children(here, "edges"), "node") + _children(here, "nodes"))
+    return _fields(here)
+
+
 async def run_connection(
-    docs: list[dict[str, Any]], has_next: bool, cursor_of: Callable[[dict[str, Any]], str], info: Info
+    docs: list[dict[str, Any]], has_next: bool, cursor_of: Callable[[dict[str, Any]], str], info: Info, *, whole: bool = True
 ) -> Connection[Run]:
-    """A page of runs; the nested objects the query selects are loaded for the whole page."""
-    loader = info.context.loaders.runs
-    for doc in docs:
-        loader.prime(doc["_id"], doc)  # a later lookup of the same run (e.g. a leader) is free
+    """A page of runs; the nested objects the query selects are loaded for the whole page.
+    `whole`: the documents are whole runs, not projections (only whole ones prime the loader)."""
+    if whole:
+        loader = info.context.loaders.runs
+        for doc in docs:
+            loader.prime(doc["_id"], doc)  # a later lookup of the same run (e.g. a leader) is free
     page = connection(docs, has_next, Run.from_doc, cursor_of)
     await _preload([edge.node for edge in page.edges], requested_fields(info), info)
     return page

@@ -1,0 +1,165 @@
+"""Each comparison group's leaderboard (store/leaderboards.py) is derived state: after every write
+it equals what the runs themselves say (their current members in rank order, #1, catalog runs),
+it is written with the ranks or not at all, and the API answers the same from it as from the runs."""
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from pymongo import monitoring
+
+from loaders import pipeline
+from server.app import create_app
+from server.settings import Settings
+from store import leaderboards
+from store.publish import publish, publish_many
+from tests import factories
+from tests.loaders.catalog_exports import subset, write_export
+
+
+async def runs_say(db, key: str) -> dict:
+    """The leaderboard as the runs state it, read from the runs collection alone."""
+    members = await db.runs.find({"groupKey": key, "current": True}).to_list()
+    members.sort(key=lambda m: (m["rankOrder"], m["seq"]))
+    group = await db.comparison_groups.find_one({"_id": key})
+    return {
+        "rows": [leaderboards.row_of(m) for m in members],
+        "leader": group["leaderDigest"],
+        "catalogRuns": sum(1 for m in members if m.get("provenance")),
+    }
+
+
+async def stored(db, key: str) -> dict:
+    rows = await db.leaderboards.find_one({"_id": key})
+    head = (await db.comparison_groups.find_one({"_id": key}))["leaderboard"]
+    return {
+        "rows": rows["rows"],
+        "leader": head["leader"]["_id"] if head["leader"] else None,
+        "catalogRuns": head["catalogRuns"],
+    }
+
+
+async def assert_every_leaderboard_agrees(db) -> int:
+    keys = [g["_id"] async for g in db.comparison_groups.find({}, {"_id": 1})]
+    for key in keys:
+        assert await stored(db, key) == await runs_say(db, key), key
+    return len(keys)
+
+
+async def test_publications_keep_the_leaderboard_equal_to_the_runs(db):
+    await publish_many(
+        db,
+        [
+            factories.run_bundle("a", score=0.9, user="a"),
+            factories.run_bundle("b", score=0.5, user="b"),
+            factories.run_bundle("c", score=0.5, user="c"),  # tied with b
+            factories.run_bundle("d", score=0.99, user="d", status="disqualified"),  # unranked
+        ],
+    )
+    await assert_every_leaderboard_agrees(db)
+    await publish(db, factories.run_bundle("e", score=0.95, user="e"))  # a new #1: every rank moves
+    await publish(db, factories.run_bundle("b", score=0.97, user="b"))  # b corrected: supersedes, new #1
+    await publish(db, factories.run_bundle("x", score=0.2, defn=factories.definition("other-op")))  # a second group
+    assert await assert_every_leaderboard_agrees(db) == 2
+    board = await stored(db, (await db.runs.find_one({"externalId": "b", "current": True}))["groupKey"])
+    assert [r["metadata"]["name"] for r in board["rows"]] == [
+        "synthetic-b",
+        "synthetic-e",
+        "synthetic-a",
+        "synthetic-c",
+        "synthetic-d",
+    ]
+    assert [r["rank"] for r in board["rows"]] == [1, 2, 3, 4, None]
+
+
+async def test_a_failed_publication_leaves_every_leaderboard_as_it_was(db):
+    await publish_many(db, [factories.run_bundle(str(i), score=i / 10, user=f"u{i}") for i in range(5)])
+    before = await db.leaderboards.find_one({})
+
+    async def fail(session):
+        raise RuntimeError("the transaction's last write fails")
+
+    with pytest.raises(RuntimeError):
+        await publish(db, factories.run_bundle("best", score=0.99, user="best"), also=fail)
+    assert await db.leaderboards.find_one({}) == before
+    assert await assert_every_leaderboard_agrees(db) == 1
+
+
+async def test_a_catalog_import_writes_each_cohorts_leaderboard(db, tmp_path):
+    export = write_export(tmp_path / "catalog", subset("051"))
+    await pipeline.run_import("kernelindex-catalog", db, target=str(export), console=None)
+    assert await assert_every_leaderboard_agrees(db) >= 2
+    assert await db.comparison_groups.count_documents({"leaderboard.catalogRuns": {"$gt": 0}}) >= 2
+
+
+async def test_backfill_builds_what_an_older_database_lacks(db):
+    await publish_many(db, [factories.run_bundle(str(i), score=(i % 4) / 10, user=f"u{i}") for i in range(9)])
+    built = await db.leaderboards.find({}).to_list()
+    await db.leaderboards.drop()
+    await db.comparison_groups.update_many({}, {"$unset": {"leaderboard": ""}})
+    assert await leaderboards.backfill(db) == 1
+    assert await db.leaderboards.find({}).to_list() == built
+    assert await leaderboards.backfill(db) == 0  # nothing left to build
+    await assert_every_leaderboard_agrees(db)
+
+
+class RunReads(monitoring.CommandListener):
+    def __init__(self):
+        self.finds: list[str] = []
+
+    def started(self, event):
+        if event.command_name == "find":
+            self.finds.append(event.command["find"])
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+ROWS = """query($id: ID!, $after: String) { comparisonGroup(id: $id) {
+  leader { digest title primaryMeasurement { display } }
+  runs(first: 7, after: $after) {
+    edges { cursor node { digest title name rank evidenceLevel observedAt primaryMeasurement { statistic valueNs display }
+                          sourceNative { metrics { name value } } implementation { name } %s } }
+    pageInfo { hasNextPage endCursor }
+  } } }"""
+
+
+async def _walk(http, group: str, extra: str) -> list:
+    """Every page of the group's runs, following the cursors."""
+    pages, after = [], None
+    while True:
+        body = (await http.post("/graphql", json={"query": ROWS % extra, "variables": {"id": group, "after": after}})).json()
+        assert "errors" not in body, body["errors"]
+        runs = body["data"]["comparisonGroup"]["runs"]
+        pages.append((body["data"]["comparisonGroup"]["leader"], runs["edges"]))
+        if not runs["pageInfo"]["hasNextPage"]:
+            return pages
+        after = runs["pageInfo"]["endCursor"]
+
+
+async def test_the_api_answers_the_same_from_the_leaderboard_as_from_the_runs(db, mongo_uri):
+    # 20 runs with ties (score repeats every 6) and 2 unranked; one corrected.
+    await publish_many(
+        db,
+        [factories.run_bundle(f"r{i}", score=1 - (i % 6) / 10, latency_ns=90_000 + i, user=f"u{i:02d}") for i in range(20)]
+        + [factories.run_bundle(f"x{i}", score=0.99, user=f"x{i}", status="disqualified") for i in range(2)],
+    )
+    await publish(db, factories.run_bundle("r3", score=0.05, user="u03"))
+    reads = RunReads()
+    app = create_app(mongo_uri, Settings(database=db.name), client_options={"event_listeners": [reads]})
+    async with LifespanManager(app) as manager:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://t") as http:
+            group = (await http.post("/graphql", json={"query": "{ definitions(first: 1) { comparisonGroups { id } } }"})).json()
+            group = group["data"]["definitions"][0]["comparisonGroups"][0]["id"]
+            reads.finds.clear()
+            from_board = await _walk(http, group, "")
+            assert "runs" not in reads.finds  # the leaderboard answered: no run document read
+            # Asking for the manifest too reads the runs themselves (the rows do not carry it).
+            from_runs = await _walk(http, group, "manifest")
+            assert "runs" in reads.finds
+    assert sum(len(edges) for _, edges in from_board) == 22
+    assert from_board == [
+        (leader, [{**e, "node": {k: v for k, v in e["node"].items() if k != "manifest"}} for e in edges]) for leader, edges in from_runs
+    ]
