@@ -64,8 +64,8 @@ def load(verbose: bool = False):
     return LIBRARY.load(verbose)
 
 
-# flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32, kConsumer) and 4-6 (kFastDiag's parts left out)
-VARIANTS = {"": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
+# flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32, kConsumer, kT2) and 4-6 (kFastDiag's parts left out)
+VARIANTS = {"": 0, "v1": 1, "f32": 5, "ct": 6, "t2": 7, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
             "diag-nosmem": 4 | 4 << 3}
 
 
