@@ -75,9 +75,11 @@ constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of
 // as kFast) while its previous k-block's wgmma runs; the transform warpgroup only fills the
 // rstd/m ring (slot = stage, refilled once the consumers release the stage) and arrives `ready`.
 // kT2: kFast with two transform warpgroups (640 threads), each taking alternate k-blocks (so
-// alternate stages) with its own rstd/m ring; setmaxnreg gives the producer warpgroup 56
-// registers, the transforms 104 and the consumers 120 (56 + 2·104 + 2·120 ≤ 512, no spills; call 4: the transform's throughput, not
-// its latency, held each stage).
+// alternate stages) with its own rstd/m ring; setmaxnreg gives the producer warpgroup 48
+// registers, the transforms 104 and the consumers 112. An increase draws only on what this CTA's
+// own decreases released (launched at 96 × 640), so 48 + 2·104 + 2·112 = 5 · 96 (8th session's
+// call 1 asked for more and hung). The 7th session's call 4: the transform's throughput, not its
+// latency, held each stage.
 enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6, kT2 = 7 };
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() {
@@ -278,7 +280,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[64], int kb0, int kb1, uin
 }
 
 // grad_{q,k}_norm_weight from the stats kernel's partials (cluster_gemm_sm90.cu's finalize); kT2
-// unrolls by 1 so that it fits the producer warpgroup's 56 registers.
+// unrolls by 1 so that it fits the producer warpgroup's 48 registers.
 template <int kUnroll>
 __device__ __forceinline__ void finalize_norm_weight(const Params& p, float* fin, int f) {
   const int per = (2 * kD + gridDim.x - 1) / gridDim.x;
@@ -546,7 +548,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
   auto kb_head = [&](int kb) { return w.is_w ? (m0 >> 8) : (kb >> 2); };
 
   if (warp < 4) {
-    if (kVariant == kT2) setmaxnreg_dec<56>();
+    if (kVariant == kT2) setmaxnreg_dec<48>();
     if (warp == 0 && lane == 0 && nkb > 0) {
       // ------------------------------------------------------------ TMA producer
       RingPos<kStages> pos;
@@ -794,7 +796,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
   }
 
   // ---------------------------------------------------------------- consumer warpgroups
-  if (kVariant == kT2) setmaxnreg_inc<120>();
+  if (kVariant == kT2) setmaxnreg_inc<112>();
   constexpr int kConsumerBase = kVariant == kT2 ? 384 : 256;
   const int wg = (threadIdx.x - kConsumerBase) >> 7;  // 0 or 1
   const int ctid = threadIdx.x - kConsumerBase;       // 0..255
