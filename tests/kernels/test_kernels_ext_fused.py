@@ -44,6 +44,8 @@ def test_mode_strings():
     assert ext_fused.parse_mode("c4-w2-x4-xf") == ((4, 2, 4, 1), 1)
     assert ext_fused.parse_mode("v1") == ((0, 0, 0, 0), 1 | 1 << 1)
     assert ext_fused.parse_mode("c2-w2-x1:ct") == ((2, 2, 1, 0), 1 | 6 << 1)
+    assert ext_fused.parse_mode("t2") == ((0, 0, 0, 0), 1 | 7 << 1)
+    assert ext_fused.parse_mode("c1-w1-x1-xf:t2") == ((1, 1, 1, 1), 1 | 7 << 1)
     assert ext_fused.parse_mode("c2-w2-x1:diag-nosmem") == ((2, 2, 1, 0), 1 | (4 | 4 << 3) << 1)
     with pytest.raises(ValueError, match="variant"):
         ext_fused.parse_mode("auto:fast")

@@ -13,7 +13,8 @@ CTAs per dW tile, per dX tile; 1, 2, 4, 8; -xf launches dX first); "v1" (the fir
 transform: rstd and m loaded from global memory after each stage's wait), "f32" (ĝ = bf16(g·(1+w))
 in fp32 with a conversion instruction, as the definition computes it, where "auto" uses one bf16x2
 FMA: the same except within one bf16 ulp for |w| < 2^-8; csrc), "ct" (each consumer warpgroup
-transforms its own box while its previous wgmma runs) and "diag-notransform"
+transforms its own box while its previous wgmma runs), "t2" (two transform warpgroups taking
+alternate k-blocks, 640 threads, setmaxnreg) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
 q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
 "diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
