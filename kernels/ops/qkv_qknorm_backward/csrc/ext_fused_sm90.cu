@@ -932,14 +932,15 @@ Plan shape_plan(int batch, int seq, int num_sms, int cl, int sw, int sx, int x_f
   return p;
 }
 
-// By token count (128-row tiles only; the fastest of 13 forced plans per case in this session's
-// call 2, lab/qkv_qknorm_backward/LOG.md): few tokens split dX over a cluster; ~1k no split;
-// from ~2k dW tiles first, split in two above 3k.
+// By token count (128-row tiles only; the 7th session's 13-plan sweep, then the 8th session's
+// sweep of kT2 (call 2), lab/qkv_qknorm_backward/LOG.md): few tokens split dX over a cluster;
+// ~1k no split; ~2k dW split in two, dX first; 4k–9k dW tiles first, no split; above, dW split
+// in two (the 60 dW tiles' long K would otherwise finish last; not measured there with kT2).
 struct TableRow {
   int max_tokens, cl, sw, sx, x_first;
 };
 constexpr TableRow kPlanTable[] = {
-    {384, 4, 1, 4, 1}, {768, 2, 1, 2, 1}, {1792, 1, 1, 1, 1}, {3072, 1, 1, 1, 0}, {1 << 30, 2, 2, 1, 0},
+    {384, 4, 1, 4, 1}, {768, 2, 1, 2, 1}, {1792, 1, 1, 1, 1}, {3072, 2, 2, 1, 1}, {9216, 1, 1, 1, 0}, {1 << 30, 2, 2, 1, 0},
 };
 
 bool valid_forced(const int* f) {
