@@ -20,8 +20,10 @@ def library(tmp_path_factory):
     return build_in(ext_fused.LIBRARY, tmp_path_factory.mktemp("kbuild"))
 
 
-@pytest.mark.parametrize("batch,seq,cluster,sw,sx", [(1, 131, 4, 1, 4), (1, 1024, 1, 1, 1), (1, 2048, 2, 2, 1), (1, 8192, 1, 1, 1), (16, 541, 1, 1, 1),
-                                                     (1, 16385, 2, 2, 1)])
+@pytest.mark.parametrize(
+    "batch,seq,cluster,sw,sx",
+    [(1, 131, 4, 1, 4), (1, 1024, 1, 1, 1), (1, 2048, 2, 2, 1), (1, 8192, 1, 1, 1), (16, 541, 1, 1, 1), (1, 16385, 2, 2, 1)],
+)
 def test_planner_tiles_per_batch(library, batch, seq, cluster, sw, sx):
     p = ext_fused.plan_with(library, batch, seq, 132, ext_fused.AUTO)
     assert (p["cluster"], p["sw"], p["sx"]) == (cluster, sw, sx)
