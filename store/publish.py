@@ -4,10 +4,12 @@
 - A different run under an existing (source, externalId) is a new run that supersedes the old one;
   the old one is kept, marked `current: false` and `supersededBy`.
 - Referenced objects are written before the run (each is a complete, immutable manifest on its
-  own). Then one transaction writes the runs, the supersessions, the ranks, the groups' size and
-  #1 and every event: a crash leaves all of it or none of it, so a group never disagrees with its
-  runs. It retries on a conflict with a concurrent writer (store.transactions).
-- Each publication appends an event; comparison groups touched are recomputed.
+  own). Then one transaction writes the runs, the supersessions, the ranks, the groups' size,
+  #1 and leaderboard (store/leaderboards.py) and every event: a crash leaves all of it or none of
+  it, so a group never disagrees with its runs. It retries on a conflict with a concurrent writer
+  (store.transactions).
+- Each publication appends an event; comparison groups touched are recomputed, including one a
+  superseded run leaves when its successor is in another group.
 """
 
 from __future__ import annotations
@@ -183,9 +185,11 @@ async def _publish_in_transaction(
         # rank moves are updated after.
         leaving = {p.superseded for p in members if p.superseded}
         plans.append(await groups.plan(db, key, [p.run_doc for p in members], leaving=leaving, session=session))
+    # A record that moved to another cohort leaves its old one: re-ranked, its size and #1 anew.
+    for key, leaving in (await _cohorts_left(db, [p.superseded for p in fresh if p.superseded], set(by_group), session)).items():
+        plans.append(await groups.plan(db, key, [], leaving=leaving, session=session))
     await _write_runs(db, fresh, now, session)
     await groups.apply(db, plans, now, session)
-    await _rebuild_left_groups(db, [p.superseded for p in fresh if p.superseded], set(by_group), session)
     if any(p.bundle.verified_by for p in fresh):
         await _refresh_replication(db, [p for p in fresh if p.bundle.verified_by], session)
     return fresh
@@ -291,13 +295,15 @@ async def _write_runs(db: AsyncDatabase, fresh: list[_Prepared], now: datetime, 
     await db.events.insert_many(event_docs, ordered=True, session=session)
 
 
-async def _rebuild_left_groups(db: AsyncDatabase, superseded: list[str], ranked: set[str], session: AsyncClientSession) -> None:
-    """A superseded run that sat in another cohort than its successor leaves that cohort's
-    leaderboard (the cohorts `ranked` here were rebuilt with their ranks)."""
-    if not superseded:
-        return
-    left = {doc["groupKey"] async for doc in db.runs.find({"_id": {"$in": superseded}}, {"groupKey": 1}, session=session)}
-    await leaderboards.rebuild(db, left - ranked, session)
+async def _cohorts_left(db: AsyncDatabase, superseded: list[str], ranked: set[str], session: AsyncClientSession) -> dict[str, set[str]]:
+    """{cohort: its runs superseded here} for the cohorts of superseded runs not in `ranked`
+    (those that gain no run: their successors are in other cohorts)."""
+    left: dict[str, set[str]] = {}
+    if superseded:
+        async for doc in db.runs.find({"_id": {"$in": superseded}}, {"groupKey": 1}, session=session):
+            if doc["groupKey"] not in ranked:
+                left.setdefault(doc["groupKey"], set()).add(doc["_id"])
+    return left
 
 
 async def _refresh_replication(db: AsyncDatabase, verified: list[_Prepared], session: AsyncClientSession) -> None:

@@ -2,12 +2,15 @@
 it equals what the runs themselves say (their current members in rank order, #1, catalog runs),
 it is written with the ranks or not at all, and the API answers the same from it as from the runs."""
 
+import dataclasses
+
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 from pymongo import monitoring
 
 from loaders import pipeline
+from registry.digest import manifest_digest
 from server.app import create_app
 from server.settings import Settings
 from store import leaderboards
@@ -69,6 +72,29 @@ async def test_publications_keep_the_leaderboard_equal_to_the_runs(db):
         "synthetic-d",
     ]
     assert [r["rank"] for r in board["rows"]] == [1, 2, 3, 4, None]
+
+
+async def test_a_record_moved_to_another_cohort_leaves_the_first_cohorts_leaderboard(db):
+    await publish_many(db, [factories.run_bundle("7", score=0.9, user="a"), factories.run_bundle("8", score=0.5, user="b")])
+    moved = factories.run_bundle("7", score=0.9, user="a", env=factories.environment("NVIDIA H200", "sm_90"))
+    assert (await publish(db, moved)).status == "superseded"
+    assert await assert_every_leaderboard_agrees(db) == 2
+    first = await runs_say(db, (await db.runs.find_one({"externalId": "8"}))["groupKey"])
+    assert [r["metadata"]["name"] for r in first["rows"]] == ["synthetic-8"]
+
+
+async def test_a_second_verifying_runner_lifts_the_rows_of_runs_published_before(db):
+    first = dataclasses.replace(factories.run_bundle("v1", score=0.9, user="u"), verified_by="runner-a")
+    other = factories.run_bundle("v2", score=0.5, user="u")
+    same_code = other.run.model_copy(
+        update={"spec": other.run.spec.model_copy(update={"implementationDigest": manifest_digest(first.implementation)})}
+    )
+    second = dataclasses.replace(other, run=same_code, implementation=first.implementation, verified_by="runner-b")
+    await publish(db, first)
+    await publish(db, second)
+    board = await stored(db, (await db.runs.find_one({"externalId": "v1"}))["groupKey"])
+    assert {r["evidenceLevel"] for r in board["rows"]} == {"Independently Replicated"}
+    assert await assert_every_leaderboard_agrees(db) == 1
 
 
 async def test_a_failed_publication_leaves_every_leaderboard_as_it_was(db):
