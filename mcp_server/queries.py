@@ -189,3 +189,21 @@ RECORD_CHANGES = """query Changes($first: Int!, $since: DateTime, $operation: St
     group { id title gpu { product architecture } definition { name } }
   }
 }"""
+
+SERVING_RUNS = """query ServingRuns($filter: ServingRunFilter, $first: Int!, $after: String) {
+  servingRuns(filter: $filter, first: $first, after: $after) {
+    totalCount
+    pageInfo { hasNextPage endCursor }
+    nodes {
+      id digest title observedAt round scenario benchmark externalId status qualityPolicy
+      topology { acceleratorVendor acceleratorModel acceleratorsPerNode nodeCount totalAccelerators }
+      measurements { metric statistic unit value }
+      manifests { kind digest }
+      model { name title }
+      configuration { system dtype stack { project version } }
+      workload { name title }
+      sourceUrls
+      provenance { exportFile exportSha256 source license attribution }
+    }
+  }
+}"""

@@ -297,6 +297,28 @@ def build(
             r["permalink"] = r.pop("citation")["permalink"]
         return {"pageInfo": page["pageInfo"], "runs": runs}
 
+    @tool(
+        "Serving runs (MLPerf Inference results from the KernelIndex catalog), newest first, filtered by model (e.g. "
+        "mlperf-llama2-70b), scenario (offline, server, interactive), accelerator (e.g. NVIDIA B200-SXM-180GB), "
+        "accelerator_vendor (nvidia, amd), system, round (v5.1, v6.0); each with its manifests' digests, measurements and "
+        "provenance. Listed, never ranked; page with `after`."
+    )
+    def list_serving_runs(
+        model: str | None = None,
+        scenario: str | None = None,
+        accelerator: str | None = None,
+        accelerator_vendor: str | None = None,
+        system: str | None = None,
+        round: str | None = None,
+        first: int = 20,
+        after: str | None = None,
+    ) -> Doc:
+        chosen = {"model": model, "scenario": scenario, "accelerator": accelerator, "acceleratorVendor": accelerator_vendor}
+        chosen |= {"system": system, "round": round}
+        variables = {"filter": {k: v for k, v in chosen.items() if v}, "first": _check_first(first), "after": after}
+        page = registry.query(queries.SERVING_RUNS, variables)["servingRuns"]
+        return {"totalCount": page["totalCount"], "pageInfo": page["pageInfo"], "servingRuns": page["nodes"]}
+
     @tool("The current #1 (record) of every comparison group, optionally of one operation (name) or on one GPU (product).")
     def list_records(operation: str | None = None, gpu: str | None = None) -> Doc:
         if operation:

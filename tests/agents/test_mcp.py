@@ -29,6 +29,7 @@ TOOLS = {
     "get_run",
     "compare_runs",
     "list_runs",
+    "list_serving_runs",
     "list_records",
     "list_record_changes",
     "get_group",
@@ -197,6 +198,32 @@ async def test_runs_run_compare_implementation_and_reruns_match_the_api(stack):
             j["id"] for j in api["implementation"]["jobs"]["nodes"] if j["definition"]["name"] == OP
         ]
         assert reruns["reproductions"] == [] == api["attestations"]["nodes"]
+
+
+async def test_serving_runs_match_the_api_and_are_never_ranked(stack):
+    async with connect(stack) as mcp:
+        listed = await call(mcp, "list_serving_runs", model="mlperf-llama2-70b", scenario="interactive", first=50)
+        api = stack.data(
+            '{ servingRuns(filter: {model: "mlperf-llama2-70b", scenario: "interactive"}, first: 50) { totalCount nodes { digest } } }'
+        )["servingRuns"]
+        assert listed["totalCount"] == api["totalCount"] == 78
+        assert [r["digest"] for r in listed["servingRuns"]] == [n["digest"] for n in api["nodes"]]
+        following = await call(
+            mcp, "list_serving_runs", model="mlperf-llama2-70b", scenario="interactive", first=50, after=listed["pageInfo"]["endCursor"]
+        )
+        assert len(following["servingRuns"]) == 28 and not following["pageInfo"]["hasNextPage"]
+        run = listed["servingRuns"][0]
+        assert {m["kind"] for m in run["manifests"]} == {
+            "ServingRun",
+            "ModelRevision",
+            "ServingConfiguration",
+            "ServingStackRevision",
+            "ServingWorkload",
+        }
+        assert run["provenance"][0]["source"] == "mlperf-inference" and run["model"]["name"] == "mlperf-llama2-70b"
+        assert not [key for key in json.dumps(run).lower().split('"') if "rank" in key]
+        bad = await refused(mcp, "list_serving_runs", first=500)
+        assert bad["code"] == "BAD_USER_INPUT" and bad["field"] == "first"
 
 
 async def test_validate_manifest_and_schema_without_the_database(stack):

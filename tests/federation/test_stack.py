@@ -57,6 +57,20 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def test_serving_runs_through_the_gateway(stack):
+    """The serving runs are the registry subgraph's; Hive Gateway plans them and prices the page."""
+    answer = stack.post(
+        '{ servingRuns(filter: {scenario: "server"}, first: 2) { totalCount nodes { digest model { name } '
+        "configuration { stack { project } } provenance { license } } } }"
+    )
+    assert "errors" not in answer, answer
+    runs = answer["data"]["servingRuns"]
+    assert runs["totalCount"] == 304 and len(runs["nodes"]) == 2
+    assert all(n["provenance"][0]["license"] == "Apache-2.0" and n["configuration"]["stack"]["project"] for n in runs["nodes"])
+    page = httpx.get(f"http://127.0.0.1:{stack.port}/serving?scenario=server", headers={"Accept": "text/html"}, timeout=60)
+    assert page.status_code == 200 and "304 of 722 serving runs match" in page.text
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()

@@ -20,7 +20,10 @@ def library(tmp_path_factory):
     return build_in(ext_fused.LIBRARY, tmp_path_factory.mktemp("kbuild"))
 
 
-@pytest.mark.parametrize("batch,seq,cluster,sw,sx", [(1, 131, 4, 1, 4), (1, 1024, 1, 1, 1), (1, 8192, 2, 2, 1), (16, 541, 2, 2, 1)])
+@pytest.mark.parametrize(
+    "batch,seq,cluster,sw,sx",
+    [(1, 131, 4, 1, 4), (1, 1024, 1, 1, 1), (1, 2048, 2, 2, 1), (1, 8192, 1, 1, 1), (16, 541, 1, 1, 1), (1, 16385, 2, 2, 1)],
+)
 def test_planner_tiles_per_batch(library, batch, seq, cluster, sw, sx):
     p = ext_fused.plan_with(library, batch, seq, 132, ext_fused.AUTO)
     assert (p["cluster"], p["sw"], p["sx"]) == (cluster, sw, sx)
@@ -39,11 +42,15 @@ def test_forced_plans_and_limits(library):
 
 
 def test_mode_strings():
-    assert ext_fused.parse_mode("auto") == ((0, 0, 0, 0), 1)
-    assert ext_fused.parse_mode("nopdl") == ((0, 0, 0, 0), 0)
-    assert ext_fused.parse_mode("c4-w2-x4-xf") == ((4, 2, 4, 1), 1)
+    assert ext_fused.parse_mode("auto") == ((0, 0, 0, 0), 1 | 7 << 1)
+    assert ext_fused.parse_mode("nopdl") == ((0, 0, 0, 0), 0 | 7 << 1)
+    assert ext_fused.parse_mode("t1") == ((0, 0, 0, 0), 1)
+    assert ext_fused.parse_mode("c4-w2-x4-xf") == ((4, 2, 4, 1), 1 | 7 << 1)
+    assert ext_fused.parse_mode("c4-w2-x4-xf:t1") == ((4, 2, 4, 1), 1)
     assert ext_fused.parse_mode("v1") == ((0, 0, 0, 0), 1 | 1 << 1)
     assert ext_fused.parse_mode("c2-w2-x1:ct") == ((2, 2, 1, 0), 1 | 6 << 1)
+    assert ext_fused.parse_mode("t2") == ((0, 0, 0, 0), 1 | 7 << 1)
+    assert ext_fused.parse_mode("c1-w1-x1-xf:t2") == ((1, 1, 1, 1), 1 | 7 << 1)
     assert ext_fused.parse_mode("c2-w2-x1:diag-nosmem") == ((2, 2, 1, 0), 1 | (4 | 4 << 3) << 1)
     with pytest.raises(ValueError, match="variant"):
         ext_fused.parse_mode("auto:fast")

@@ -53,7 +53,7 @@ async def test_from_the_home_page_to_a_filtered_list_and_its_pages(site, page, g
     assert set(await page.locator("#serving-runs tbody tr td:nth-child(3)").all_inner_texts()) == {"interactive"}
 
 
-async def test_json_twin_and_size(site, page, graphql):
+async def test_json_twin_and_size(site, page, graphql, report):
     http = graphql.http
     path = "/serving?accelerator=NVIDIA+H200-SXM-141GB"
     twin = (await http.get(path, headers=JSON)).json()
@@ -71,10 +71,13 @@ async def test_json_twin_and_size(site, page, graphql):
     assert twin["runs"][0]["provenance"][0]["license"] == "Apache-2.0"
     await page.goto(f"{site}{path}")
     assert await _digests(page) == [r["digest"] for r in twin["runs"]]
+    sizes = []
     for url in ("/serving", path, "/serving?system=" + twin["runs"][0]["configuration"]["system"]):
         for headers in ({}, JSON):
             response = await http.get(url, headers=headers)
             assert response.status_code == 200 and len(response.content) <= MAX_BYTES, (url, headers, len(response.content))
+            sizes.append(f"{url} ({'JSON' if headers else 'HTML'}): {len(response.content):,} bytes")
+    report("/serving page sizes (limit 100 kB)", sizes)
 
 
 async def test_a_bad_cursor_is_one_line_not_a_traceback(site, graphql):

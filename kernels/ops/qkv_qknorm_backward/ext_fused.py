@@ -8,12 +8,14 @@ memory, PDL-chained to the stats kernel.
 Entry points (arguments checked in Python before any kernel runs; ValueError names the tensor):
   qkv_qknorm_backward(**inputs, mode="auto") -> the six outputs (definition order)
   qkv_qknorm_backward_out(outputs, **inputs, mode="auto") -> None
-Modes: "auto" (the plan table), "nopdl", a forced plan "c{C}-w{sw}-x{sx}[-xf]" (cluster size,
+Modes: "auto" (the plan table; two transform warpgroups, "t2"), "nopdl", a forced plan "c{C}-w{sw}-x{sx}[-xf]" (cluster size,
 CTAs per dW tile, per dX tile; 1, 2, 4, 8; -xf launches dX first); "v1" (the first version's
 transform: rstd and m loaded from global memory after each stage's wait), "f32" (ĝ = bf16(g·(1+w))
 in fp32 with a conversion instruction, as the definition computes it, where "auto" uses one bf16x2
 FMA: the same except within one bf16 ulp for |w| < 2^-8; csrc), "ct" (each consumer warpgroup
-transforms its own box while its previous wgmma runs) and "diag-notransform"
+transforms its own box while its previous wgmma runs), "t1" (the 7th session's default: one
+transform warpgroup, 512 threads; "t2", the default since the 8th, has two taking alternate
+k-blocks, 640 threads, setmaxnreg) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
 q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
 "diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
@@ -64,8 +66,8 @@ def load(verbose: bool = False):
     return LIBRARY.load(verbose)
 
 
-# flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32, kConsumer) and 4-6 (kFastDiag's parts left out)
-VARIANTS = {"": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
+# flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32, kConsumer, kT2) and 4-6 (kFastDiag's parts left out)
+VARIANTS = {"": 7, "t2": 7, "t1": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
             "diag-nosmem": 4 | 4 << 3}
 
 

@@ -51,13 +51,14 @@ constexpr int kKBX = kGCols / kBK;   // 24 k-blocks of dX
 constexpr int kBM = 128;
 constexpr int kWM = 64;
 constexpr int kThreads = 512;
+constexpr int kThreadsT2 = 640;  // kT2: a second transform warpgroup
 constexpr int kStages = 4;
 constexpr int kABytes = kBM * kBK * 2;   // 16 KiB: g, then G
 constexpr int kXBytes = kBM * kBK * 2;   // 16 KiB: x̂
 constexpr int kBBytes = kBK * kBN * 2;   // 16 KiB
 constexpr int kStageBytes = kABytes + kXBytes + kBBytes;
 constexpr int kRowSlot = 2 * kBM * 4;  // rstd and m of a k-block's (up to) 128 rows, fp32
-constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 512 + 2 * kD * 4 + kStages * kRowSlot + 2 * kD * 2;
+constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 512 + 2 * kD * 4 + 2 * kStages * kRowSlot + 2 * kD * 2;
 constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of the transform
 // Variants (flags bits 1-2; the default is kFast): kFast takes rstd and m of each k-block's rows
 // from a shared-memory ring filled by cp.async kPrefetch k-blocks ahead; kV1 is the first version
@@ -73,7 +74,21 @@ constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of
 // kConsumer: each consumer warpgroup transforms the box its own wgmma reads (the same arithmetic
 // as kFast) while its previous k-block's wgmma runs; the transform warpgroup only fills the
 // rstd/m ring (slot = stage, refilled once the consumers release the stage) and arrives `ready`.
-enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6 };
+// kT2: kFast with two transform warpgroups (640 threads), each taking alternate k-blocks (so
+// alternate stages) with its own rstd/m ring; setmaxnreg gives the producer warpgroup 48
+// registers, the transforms 104 and the consumers 112. An increase draws only on what this CTA's
+// own decreases released (launched at 96 × 640), so 48 + 2·104 + 2·112 = 5 · 96 (8th session's
+// call 1 asked for more and hung). The 7th session's call 4: the transform's throughput, not its
+// latency, held each stage.
+enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6, kT2 = 7 };
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
 constexpr int kStamps = 4;
 static_assert(kBM * kBN * 4 <= kStages * kStageBytes, "the partial tile fits in the stages");
 
@@ -264,7 +279,9 @@ __device__ __forceinline__ void mainloop(float (&acc)[64], int kb0, int kb1, uin
   wgmma_wait<0>();
 }
 
-// grad_{q,k}_norm_weight from the stats kernel's partials (cluster_gemm_sm90.cu's finalize).
+// grad_{q,k}_norm_weight from the stats kernel's partials (cluster_gemm_sm90.cu's finalize); kT2
+// unrolls by 1 so that it fits the producer warpgroup's 48 registers.
+template <int kUnroll>
 __device__ __forceinline__ void finalize_norm_weight(const Params& p, float* fin, int f) {
   const int per = (2 * kD + gridDim.x - 1) / gridDim.x;
   const int d0 = blockIdx.x * per;
@@ -275,7 +292,7 @@ __device__ __forceinline__ void finalize_norm_weight(const Params& p, float* fin
     float acc[8];
 #pragma unroll
     for (int j = 0; j < 8; ++j) acc[j] = 0.f;
-#pragma unroll 4
+#pragma unroll kUnroll
     for (int q = f; q < p.norm_parts; q += 96) {
       const float* row = p.norm_partials + static_cast<int64_t>(q) * 2 * kD;
 #pragma unroll
@@ -480,7 +497,7 @@ __device__ __forceinline__ __nv_bfloat16* dw_row(const Params& p, int r) {
 }
 
 template <int kVariant>
-__global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
+__global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* stage_base = smem;
@@ -489,8 +506,8 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   uint64_t* empty = ready + kStages;
   float* fin = reinterpret_cast<float*>(empty + kStages);  // [3][8]
   float* wtab = reinterpret_cast<float*>(smem + kStages * kStageBytes + 512);  // [2][256]: 1 + w
-  float* rsm_ring = wtab + 2 * kD;  // [kStages][2][kBM]: rstd, m of a k-block's rows (kFast)
-  __nv_bfloat16* wtab16 = reinterpret_cast<__nv_bfloat16*>(rsm_ring + kStages * 2 * kBM);  // [2][256]: w
+  float* rsm_ring = wtab + 2 * kD;  // [2][kStages][2][kBM]: rstd, m of a k-block's rows (kFast; kT2 a ring per transform WG)
+  __nv_bfloat16* wtab16 = reinterpret_cast<__nv_bfloat16*>(rsm_ring + 2 * kStages * 2 * kBM);  // [2][256]: w
   uint8_t* red = smem;
   auto sa = [&](int st) { return stage_base + st * kStageBytes; };
   auto sx = [&](int st) { return stage_base + st * kStageBytes + kABytes; };
@@ -531,6 +548,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   auto kb_head = [&](int kb) { return w.is_w ? (m0 >> 8) : (kb >> 2); };
 
   if (warp < 4) {
+    if (kVariant == kT2) setmaxnreg_dec<48>();
     if (warp == 0 && lane == 0 && nkb > 0) {
       // ------------------------------------------------------------ TMA producer
       RingPos<kStages> pos;
@@ -576,7 +594,7 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
       }
     } else if (warp >= 1 && p.norm_parts > 0) {
       pdl_wait();
-      finalize_norm_weight(p, fin, threadIdx.x - 32);
+      finalize_norm_weight<kVariant == kT2 ? 1 : 4>(p, fin, threadIdx.x - 32);
     }
     if (w.grp_size > 1) {
       cluster_sync_all();
@@ -585,10 +603,62 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
     return;
   }
 
-  if (warp < 8) {
-    // -------------------------------------------------------------- transform warpgroup
-    const int t = threadIdx.x - 128;
-    if (kVariant == kConsumer) {
+  if (warp < (kVariant == kT2 ? 12 : 8)) {
+    // -------------------------------------------------------------- transform warpgroup(s)
+    const int t = (threadIdx.x - 128) & 127;
+    if (kVariant == kT2) {
+      setmaxnreg_inc<104>();
+      const int tw = (threadIdx.x - 128) >> 7;  // this warpgroup takes local k-blocks tw, tw + 2, ...
+      const int nown = nkb > tw ? (nkb - tw + 1) / 2 : 0;
+      float* ring = rsm_ring + tw * kStages * 2 * kBM;
+      auto issue = [&](int j) {  // rstd, m of the rows of own k-block j (local tw + 2j) into slot j % kStages
+        const int i = tw + 2 * j;
+        const int kb = w.kb0 + i;
+        const int head = kb_head(kb);
+        if (j < nown && head < 5 && t < (w.is_w ? kBK : kBM)) {
+          const int b = w.is_w ? kb / p.nkbs : xb;
+          const int s = (w.is_w ? (kb - b * p.nkbs) * kBK : xs0) + t;
+          if (s < p.seq) {
+            const long long base = head < 4 ? (static_cast<long long>(b) * 4 + head) * p.seq
+                                            : static_cast<long long>(b) * p.seq;
+            const float* rstd = head < 4 ? p.rq : p.rk;
+            const float* mrow = p.m + (head < 4 ? 0 : 4LL * p.tokens);
+            const uint32_t slot = smem_u32(ring + (j % kStages) * 2 * kBM);
+            cp_async4(slot + t * 4, rstd + base + s);
+            cp_async4(slot + (kBM + t) * 4, mrow + base + s);
+          }
+        }
+        cp_async_commit();
+      };
+      const bool any_norm = nkb > 0 && (w.is_w ? (m0 >> 8) < 5 : w.kb0 < 20);
+      if (any_norm) pdl_wait();  // m comes from the stats kernel
+#pragma unroll
+      for (int j = 0; j < kPrefetch; ++j) issue(j);
+      for (int j = 0; j < nown; ++j) {
+        const int i = tw + 2 * j;
+        const int kb = w.kb0 + i;
+        const int head = kb_head(kb);
+        const int stage = i % kStages;
+        cp_async_wait<kPrefetch - 1>();
+        named_barrier_sync(tw ? 6 : 3, 128);  // every row of slot j landed; slot j - 1 is free
+        issue(j + kPrefetch);
+        mbar_wait(&full[stage], (i / kStages) & 1);
+        if (head < 5) {
+          const float* rsm = ring + (j % kStages) * 2 * kBM;
+          if (w.is_w) {
+            const int b = kb / p.nkbs;
+            transform_kblock<true>(sa(stage), sx(stage), wtab, wtab16, rsm, p.seq, (kb - b * p.nkbs) * kBK, 0, head,
+                                   m0 & 255, 64, t);
+          } else {
+            transform_kblock<true>(sa(stage), sx(stage), wtab, wtab16, rsm, p.seq, xs0, 64, head, (kb & 3) * kBK, 0, t);
+          }
+          fence_proxy_async_shared();
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&ready[stage]);
+      }
+      cp_async_wait<0>();
+    } else if (kVariant == kConsumer) {
       auto issue = [&](int i, int stage) {  // rstd, m of the rows of local k-block i into slot `stage`
         const int kb = w.kb0 + i;
         if (i < nkb && kb_head(kb) < 5 && t < (w.is_w ? kBK : kBM)) {
@@ -726,8 +796,10 @@ __global__ void __launch_bounds__(kThreads, 1) fused_gemm_kernel(const __grid_co
   }
 
   // ---------------------------------------------------------------- consumer warpgroups
-  const int wg = (threadIdx.x >> 7) - 2;  // 0 or 1
-  const int ctid = threadIdx.x - 256;     // 0..255
+  if (kVariant == kT2) setmaxnreg_inc<112>();
+  constexpr int kConsumerBase = kVariant == kT2 ? 384 : 256;
+  const int wg = (threadIdx.x - kConsumerBase) >> 7;  // 0 or 1
+  const int ctid = threadIdx.x - kConsumerBase;       // 0..255
   float acc[64];
   if (kVariant == kConsumer && nkb > 0) {
     const int t = ctid - wg * 128;
@@ -860,14 +932,15 @@ Plan shape_plan(int batch, int seq, int num_sms, int cl, int sw, int sx, int x_f
   return p;
 }
 
-// By token count (128-row tiles only; the fastest of 13 forced plans per case in this session's
-// call 2, lab/qkv_qknorm_backward/LOG.md): few tokens split dX over a cluster; ~1k no split;
-// from ~2k dW tiles first, split in two above 3k.
+// By token count (128-row tiles only; the 7th session's 13-plan sweep, then the 8th session's
+// sweep of kT2 (call 2), lab/qkv_qknorm_backward/LOG.md): few tokens split dX over a cluster;
+// ~1k no split; ~2k dW split in two, dX first; 4k–9k dW tiles first, no split; above, dW split
+// in two (the 60 dW tiles' long K would otherwise finish last; not measured there with kT2).
 struct TableRow {
   int max_tokens, cl, sw, sx, x_first;
 };
 constexpr TableRow kPlanTable[] = {
-    {384, 4, 1, 4, 1}, {768, 2, 1, 2, 1}, {1792, 1, 1, 1, 1}, {3072, 1, 1, 1, 0}, {1 << 30, 2, 2, 1, 0},
+    {384, 4, 1, 4, 1}, {768, 2, 1, 2, 1}, {1792, 1, 1, 1, 1}, {3072, 2, 2, 1, 1}, {9216, 1, 1, 1, 0}, {1 << 30, 2, 2, 1, 0},
 };
 
 bool valid_forced(const int* f) {
@@ -923,7 +996,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 7 q_norm_weight 8 k_norm_weight 9 q_rstd 10 k_rstd 11 q_normed 12 k_normed 13 grad_hidden
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
-// 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer; bits 4-6 Params::diag) [29 timeline [grid][4] u64 or 0]
+// 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag) [29 timeline [grid][4] u64 or 0]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
   if (n < 29) return kErrArguments;
@@ -995,20 +1068,21 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
   const int variant = (flags >> 1) & 7;
-  if (variant > kConsumer) return kErrArguments;
+  if (variant > kT2) return kErrArguments;
   auto kfn = variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
               : variant == kNoX         ? fused_gemm_kernel<kNoX>
               : variant == kFastDiag    ? fused_gemm_kernel<kFastDiag>
               : variant == kFastF32     ? fused_gemm_kernel<kFastF32>
               : variant == kConsumer    ? fused_gemm_kernel<kConsumer>
+              : variant == kT2          ? fused_gemm_kernel<kT2>
                                         : fused_gemm_kernel<kFast>;
   const void* kernel = reinterpret_cast<const void*>(kfn);
   err = allow_dynamic_smem(kernel, kSmemBytes);
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(pl.grid);
-  cfg.blockDim = dim3(kThreads);
+  cfg.blockDim = dim3(variant == kT2 ? kThreadsT2 : kThreads);
   cfg.dynamicSmemBytes = kSmemBytes;
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
