@@ -209,3 +209,21 @@ async def test_bad_input_is_one_named_error(bundled_api, variables, message):
     (error,) = body["errors"]
     assert message in error["message"] and error["extensions"]["code"] == "BAD_USER_INPUT"
     assert "Traceback" not in json.dumps(body)
+
+
+async def test_round_trips_do_not_grow_with_the_page(bundled_api, bundled_db):
+    """A page of serving runs with everything they name: one find for the page and one per kind
+    named (model, configuration, stack, workload), plus the three counts that say the listing is
+    still whole (store/serving.py; the server counts them as queries): 8, for 5 runs or 100."""
+    fields = (
+        "digest model { name } configuration { system stack { project } } workload { name } manifests { digest } provenance { license }"
+    )
+
+    async def finds(first: int) -> int:
+        before = (await bundled_db.client.admin.command("serverStatus"))["opcounters"]["query"]
+        page = (await bundled_api.data(PAGE % fields, {"first": first}))["servingRuns"]
+        assert len(page["nodes"]) == first
+        return (await bundled_db.client.admin.command("serverStatus"))["opcounters"]["query"] - before
+
+    await finds(1)  # the listing and the import record, read once per process
+    assert await finds(5) == await finds(100) == 8
