@@ -80,6 +80,10 @@ async def test_page_sizes_from_variables_count(db, live_site):
     assert "errors" not in body, body
     body = _post(live_site, query, {"n": 100})  # 1 + 100 + 100 + 100 + 10,000
     assert body["errors"][0]["extensions"]["cost"]["estimated"] == 10_301
+    # Estimates are kept per query text and integer variables (resolvers/cost_limit.py): each
+    # page size gets its own, whichever was asked first.
+    assert "errors" not in _post(live_site, query, {"n": 5})
+    assert _post(live_site, query, {"n": 100})["errors"][0]["extensions"]["cost"]["estimated"] == 10_301
 
 
 async def test_an_ordinary_dossier_query_is_far_under_the_limit(db, live_site):
