@@ -36,13 +36,16 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from loaders.common.format_plan import bundle_problems, plan_bundles
+from loaders.common.format_plan import bundle_problems, plan_bundles, plan_objects
+from loaders.common.format_set import FormatSet
 from loaders.common.http import Response, SourceUnreachable
 from loaders.common.progress import import_progress
 from loaders.common.report import ImportReport, timed_import
 from loaders.common.source import FormatBundle, RecordGroup, Rejected, RunManifests, Skipped, SourceLoader, WholeSourceLoader
 from loaders.sources import get
+from registry.controlled_format import SOURCE as OUR_SOURCE
 from registry.digest import sha256_digest
+from registry.evidence import EvidenceLevel
 from store.bundle import Bundle
 from store.catalog import imported as catalog_imported
 from store.catalog import imported_file, write_plan
@@ -50,7 +53,8 @@ from store.client import Database
 from store.publish import publish_many
 from store.records import seed_from_catalog
 from store.snapshots import save_snapshots
-from store.source_records import has_current_runs, remember, stored_fingerprints
+from store.source_records import has_current_runs, name_older_runs, remember, stored_fingerprints
+from store.verified_results import mark_verified, refresh_replication
 
 
 @dataclass
@@ -329,3 +333,64 @@ async def _run_whole(
             await seed_from_catalog(db, datetime.now(UTC))
     report.seconds = time.perf_counter() - started
     return report
+
+
+# ---------------------------------------------------------------- manifest sets of the format
+
+
+@dataclass
+class SetOutcome:
+    """What `publish_format_set` wrote: objects new / unchanged, and each run's status."""
+
+    objects_new: int = 0
+    objects_unchanged: int = 0
+    runs: dict[str, str] = field(default_factory=dict)  # run digest → new | unchanged | superseded
+
+    def count(self, status: str) -> int:
+        return sum(1 for s in self.runs.values() if s == status)
+
+
+async def publish_format_set(
+    db: Database,
+    manifests: FormatSet,
+    *,
+    verification: dict[str, Any] | None = None,
+    also: Any = None,
+) -> SetOutcome:
+    """Write a set of v1alpha1 manifests (loaders/common/format_set.py) through the format's one
+    write path. Our own runs of the older dialect with the same names are superseded by theirs.
+    `verification` ({signer, jobId, envelope}): the set's one run is a runner's signed result, stored
+    as KernelIndex Verified; `also` commits with it (store.catalog.write_plan)."""
+    now = datetime.now(UTC)
+    ours = [b.run.metadata.name for b in manifests.bundles if (b.run.spec.to_json().get("sourceNative") or {}).get("source") == OUR_SOURCE]
+    if ours:
+        await name_older_runs(db, OUR_SOURCE, ours)
+    plan = plan_bundles(manifests.bundles, now)
+    plan_objects(plan, manifests.loose, now)
+    if verification is not None:
+        (run,) = plan.runs
+        run.update(evidenceLevel=EvidenceLevel.kernelindex_verified.value, verifiedBy=[verification["signer"]], verification=verification)
+    plan.also = also
+    outcome = await write_plan(db, plan, now)
+    out = SetOutcome(objects_new=sum(outcome.new.values()), objects_unchanged=sum(outcome.unchanged.values()))
+    for doc in plan.runs:
+        digest = doc["_id"]
+        out.runs[digest] = "unchanged" if digest in outcome.stored else "superseded" if digest in outcome.superseded else "new"
+    return out
+
+
+async def publish_verified(
+    db: Database, result: Any, objects: dict[str, Any], *, runner_key_id: str | None = None, also: Any = None
+) -> SetOutcome:
+    """A runner's verified result (store.verified_results.SignedResult) with the stored objects it
+    names: published as KernelIndex Verified, `also` (the job's completion) in its transaction."""
+    bundle = FormatBundle(run=result.run, environment=result.environment, source=OUR_SOURCE, **objects)
+    verification = result.verification(runner_key_id)
+
+    async def verify_and_also(session: Any) -> None:
+        await mark_verified(db, result.digest, verification, session)
+        await refresh_replication(db, result.run.spec.to_json(), result.environment.spec.to_json()["hardware"]["product"], session)
+        if also is not None:
+            await also(session)
+
+    return await publish_format_set(db, FormatSet(bundles=[bundle]), verification=verification, also=verify_and_also)

@@ -65,9 +65,18 @@ def supports(architectures: tuple[str, ...] | list[str], gpu: str) -> bool:
     return False
 
 
+# The v1alpha1 format names architectures without wildcards: ours write "*" as `any` and "sm_*"
+# as `sm_any` (registry/controlled_format.py).
+FORMAT_NAMES = {ANY: "any", ANY_NVIDIA: "sm_any"}
+
+
 def declared(spec: dict[str, Any]) -> tuple[str, ...]:
     """The architectures of a stored ImplementationRevision spec (JSON), legacy rule included.
     Imported revisions (no code of ours) declare none: we cannot run them."""
+    support = spec.get("support")
+    if support is not None:  # the v1alpha1 format
+        back = {name: pattern for pattern, name in FORMAT_NAMES.items()}
+        return tuple(back.get(a, a) for a in support.get("hardwareArchitectures") or ())
     if spec.get("architectures"):
         return tuple(spec["architectures"])
     code = spec.get("code") or {}

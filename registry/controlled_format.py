@@ -7,7 +7,8 @@ measurement is one `measurements` entry, the geometric mean over cases of the pe
 result goes into the format's own places, never a new field, so every digest is the one the seed
 system computes:
 
-- `sourceNative.metrics`: `case<i>_<name>` numbers (CASE_METRICS below; one per output and check);
+- `sourceNative.metrics`: `case<i>_<name>` numbers (CASE_METRICS below; one per output and check;
+  `case<i>_sample_<k>`, every timing sample in order);
 - `evidence.rawSamples`: the harness's raw.json (every sample and correctness round), by uri and
   sha256; `evidence.logs`: its cli.log where kept;
 - `metadata.labels`: implementation, operation, and `reexpressed_from` (the digest the older
@@ -24,7 +25,7 @@ import math
 import statistics
 from typing import Any
 
-from registry.architectures import ANY, ANY_NVIDIA, declared
+from registry.architectures import FORMAT_NAMES, declared
 from registry.digest import manifest_digest
 from registry.format import API_VERSION, format_digest, make_format_manifest
 from registry.manifests import parse_manifest
@@ -37,7 +38,6 @@ RUN_STATUS = {"passed": "passed", "incorrect": "incorrect_numerical", "failed": 
 CASE_STATUS_CODE = {"passed": 0, "incorrect": 1, "failed": 2}
 CASE_STATUS = {code: status for status, code in CASE_STATUS_CODE.items()}
 DTYPES = {"bfloat16": "bf16", "float32": "fp32", "float16": "fp16", "int32": "int32", "int64": "int64"}
-WILDCARDS = {ANY: "any", ANY_NVIDIA: "sm_any"}
 LATENCY_STATISTICS = ("median", "p25", "p75", "min", "max", "mean", "std")
 # case field (older dialect / the harness) -> metric suffix
 CASE_METRICS = {
@@ -91,7 +91,7 @@ def operation(old: dict[str, Any]) -> dict[str, Any]:
     for relation in relations:
         if relation.get("notes"):
             description += f" {relation['notes']}"
-    labels = {"reference_path": (spec.get("reference") or {}).get("url"), "tags": ",".join(spec.get("tags") or [])}
+    labels = {"project": SOURCE, "reference_path": (spec.get("reference") or {}).get("url"), "tags": ",".join(spec.get("tags") or [])}
     for relation in relations[:1]:
         labels |= {
             "related_source": relation.get("source"),
@@ -165,7 +165,10 @@ def environment(old: dict[str, Any]) -> dict[str, Any]:
     software = dict(spec.get("software") or {})
     libraries = dict(software.pop("libraries", {}) or {})
     out: dict[str, Any] = {}
-    for ours, theirs in (("driver", "driver"), ("cuda", "cudaToolkit"), ("os", "operatingSystem")):
+    # The OS string names the lent machine's kernel build ("…-fc-v657-…"), which changes from one
+    # lease to the next: kept on the run (label `operating_system`), not in the environment, whose
+    # digest is its cohort's environment key.
+    for ours, theirs in (("driver", "driver"), ("cuda", "cudaToolkit")):
         if software.get(ours):
             out[theirs] = software[ours]
     if "torch" in libraries:
@@ -178,7 +181,7 @@ def environment(old: dict[str, Any]) -> dict[str, Any]:
 def support_architectures(patterns: tuple[str, ...] | list[str]) -> list[str]:
     """Our declared architecture patterns (registry/architectures.py) as the format's names, which
     allow no wildcard: "*" is `any`, "sm_*" is `sm_any`."""
-    return sorted({WILDCARDS.get(p, p) for p in patterns})
+    return sorted({FORMAT_NAMES.get(p, p) for p in patterns})
 
 
 def implementation(old: dict[str, Any], operation_digest: str, pins: dict[str, Any]) -> dict[str, Any]:
@@ -227,6 +230,8 @@ def case_metrics(case: dict[str, Any]) -> dict[str, float]:
             out[f"{prefix}latency_ns_{statistic}"] = latency[statistic]
     if samples or case.get("sampleCount"):
         out[f"{prefix}sample_count"] = len(samples) or case["sampleCount"]
+    for position, sample in enumerate(samples):  # every sample, in order: the run carries its own evidence
+        out[f"{prefix}sample_{position}"] = sample
     for field, name in CASE_METRICS.items():
         if case.get(field) is not None:
             out[prefix + name] = case[field]
@@ -366,7 +371,7 @@ def reexpress(
             run(
                 name=m["metadata"]["name"],
                 title=m["metadata"].get("title"),
-                labels={**(m["metadata"].get("labels") or {}), "reexpressed_from": old_digest(m)},
+                labels=_run_labels(m, by_digest[spec["environmentDigest"]]),
                 status=spec["status"],
                 observed_at=spec["observedAt"],
                 cases=spec["cases"],
@@ -383,6 +388,12 @@ def reexpress(
         if m["kind"] in ("OperationSpec", "BenchmarkProtocol", "ExecutionEnvironment"):
             convert(old_digest(m))
     return [converted[d] for d in order] + runs
+
+
+def _run_labels(run: dict[str, Any], environment: dict[str, Any]) -> dict[str, str]:
+    labels = {**(run["metadata"].get("labels") or {}), "reexpressed_from": old_digest(run)}
+    operating_system = (environment["spec"].get("software") or {}).get("os")
+    return labels | ({"operating_system": operating_system[:200]} if operating_system else {})
 
 
 def format_digest_of(manifest: dict[str, Any]) -> str:
@@ -415,6 +426,11 @@ def cases_of(run_spec: dict[str, Any], suite_spec: dict[str, Any] | None) -> lis
             case["latencyNs"] = latency
         if "sample_count" in own:
             case["sampleCount"] = int(own.pop("sample_count"))
+        samples = sorted(
+            (int(key.removeprefix("sample_")), own.pop(key)) for key in list(own) if key.startswith("sample_") and key[7:].isdigit()
+        )
+        if samples:
+            case["samplesNs"] = [_int(value) for _, value in samples]
         for field, name in CASE_METRICS.items():
             if name in own:
                 case[field] = own.pop(name) if field == "solScore" else _int(own.pop(name))

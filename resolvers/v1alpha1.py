@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from registry import architectures
+
 Doc = dict[str, Any]
 
 # v1alpha1 axis roles → our axis types
@@ -40,7 +42,8 @@ def definition_semantics(doc: Doc) -> str | None:
 
 
 def definition_tags(doc: Doc) -> list[str]:
-    tags = doc["spec"].get("tags") or (doc.get("catalog") or {}).get("tags") or []
+    labelled = ((doc["metadata"].get("labels") or {}).get("tags") or "").split(",")  # ours (registry/controlled_format.py)
+    tags = doc["spec"].get("tags") or (doc.get("catalog") or {}).get("tags") or [t for t in labelled if t]
     family = doc["spec"].get("family")
     return list(tags) if tags or not family else [family]
 
@@ -140,7 +143,11 @@ def implementation_fields(doc: Doc) -> dict[str, Any]:
         name = authors[0]
     return {
         "name": name,
-        "project": doc.get("projectName") or (spec.get("project") or {}).get("name") or catalog.get("slug") or metadata["name"],
+        "project": doc.get("projectName")
+        or (spec.get("project") or {}).get("name")
+        or catalog.get("slug")
+        or (metadata.get("labels") or {}).get("project")
+        or metadata["name"],
         "revision": (spec.get("projectRevision") or {}).get("version") or catalog.get("sourceRevision") or "",
         "definitionDigest": (spec.get("operation") or {}).get("specDigest") or doc.get("definitionDigest"),
         "source": (provenance.get("sources") or [None])[0],
@@ -148,9 +155,46 @@ def implementation_fields(doc: Doc) -> dict[str, Any]:
     }
 
 
+def definition_relations(doc: Doc) -> list[dict[str, Any]]:
+    """The older dialect's `spec.relations`, or the one our v1alpha1 operations keep as labels
+    (`relation`, `related_source`, `related_benchmark`: registry/controlled_format.py)."""
+    if "relations" in doc["spec"]:
+        return doc["spec"]["relations"]
+    labels = doc["metadata"].get("labels") or {}
+    if not labels.get("related_benchmark"):
+        return []
+    return [
+        {"relation": labels.get("relation") or "related", "source": labels.get("related_source"), "benchmark": labels["related_benchmark"]}
+    ]
+
+
 def implementation_architectures(doc: Doc) -> list[str] | None:
-    support = doc["spec"].get("support") or {}
-    return support.get("hardwareArchitectures")
+    if not doc["spec"].get("support"):
+        return None
+    return list(architectures.declared(doc["spec"]))
+
+
+def implementation_code(doc: Doc) -> dict[str, Any] | None:
+    """{digest, commit, path, entryPoint, language, repository}: an implementation's code, the
+    older dialect's `spec.code` or, in the format, our harness's revision (source.contentDigest at
+    projectRevision.commit, callable); None for code we do not hold."""
+    spec = doc["spec"]
+    if spec.get("code"):
+        return spec["code"]
+    labels = doc["metadata"].get("labels") or {}
+    digest = (spec.get("source") or {}).get("contentDigest")
+    if not digest or labels.get("project") != "kernelindex":
+        return None
+    callable_ = spec.get("callable") or {}
+    code = {"digest": digest, "repository": "kernelindex", "language": callable_.get("language")}
+    for field, value in (
+        ("commit", (spec.get("projectRevision") or {}).get("commit")),
+        ("path", callable_.get("path")),
+        ("entryPoint", callable_.get("symbol")),
+    ):
+        if value:
+            code[field] = value
+    return code
 
 
 def harness_version(spec: dict[str, Any]) -> str:

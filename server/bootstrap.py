@@ -5,11 +5,14 @@
   saved responses (SOL-ExecBench's; the synthetic GPU MODE boards are test fixtures now,
   tests/fixtures/gpumode-synthetic/), then `data/kernelindex-catalog/`, the KernelIndex public
   catalog export (its latest.json names the file), skipped when its import record is stored.
-- `data/controlled/**/manifests.json`: our own harness's manifests (definitions, workloads,
-  protocols, environments, implementations, runs).
+- `data/controlled/**/manifests.json`: our own harness's manifests in the v1alpha1 format
+  (operations, workloads, protocols, environments, implementations, runs), through the format's
+  write path; runs of the older dialect stored under the same names are superseded.
 - `data/code-pins.json`: the commits holding the code of revisions published without one.
 - `data/verified/*.json`: signed runner results ({"job", "envelope"}) from controlled reruns,
   verified against the approved runner keys in `data/runners/*.pem` and published as verified.
+  Those of the older dialect are kept as files only: their runs are re-expressed in
+  data/controlled/h200-verified-reruns/ (Reproducible), as their signatures cover older digests.
 A second start finds everything present and writes nothing.
 """
 
@@ -20,18 +23,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from loaders.common.format_set import FormatSet, format_set
 from loaders.common.source import WholeSourceLoader
-from loaders.manifest_files import read_manifests
-from loaders.pipeline import bundled_sources, run_import
+from loaders.pipeline import bundled_sources, publish_format_set, publish_verified, run_import
 from registry.code import PinsError, parse_pins
+from registry.controlled_format import SOURCE as OUR_SOURCE
 from registry.dsse import keyid, load_public_key
+from registry.format import FormatError
 from server.settings import Settings
 from store import leaderboards
 from store.client import make_client
 from store.code_pins import save_pins
-from store.manifest_set import publish_set
 from store.schema import ensure_schema
-from store.verified_results import ResultError, publish_signed_record
+from store.verified_results import ResultError, check_signed_record, is_older_dialect, referenced_objects
 
 
 def _bundled_data() -> Path:
@@ -75,11 +79,23 @@ def _whole_line(report) -> str:
     return f"{outcome.runs_new} runs new, {outcome.runs_unchanged} unchanged" if outcome else "done"
 
 
-def _set_line(report) -> str:
-    counts = {"new": 0, "unchanged": 0, "superseded": 0}
-    for outcome in report.runs:
-        counts[outcome.status] += 1
-    return f"{counts['new']} runs new, {counts['unchanged']} unchanged, {counts['superseded']} superseded"
+def _set_line(outcome) -> str:
+    return f"{outcome.count('new')} runs new, {outcome.count('unchanged')} unchanged, {outcome.count('superseded')} superseded"
+
+
+def _controlled_set(paths: list[Path]) -> FormatSet:
+    """Every controlled manifests.json, as one set of the format (objects shared between them
+    once); BootstrapError naming the file and field of anything that is not the format."""
+    items: dict[str, dict] = {}
+    for path in paths:
+        try:
+            loaded = json.loads(path.read_text())
+            format_set(loaded, where=str(path))  # each file is whole on its own
+        except (json.JSONDecodeError, FormatError) as error:
+            problems = getattr(error, "problems", None)
+            raise BootstrapError(f"{path}: " + ("; ".join(f"{f}: {r}" for f, r in problems) if problems else str(error))) from None
+        items |= {json.dumps(m, sort_keys=True): m for m in loaded}
+    return format_set(list(items.values()), source=OUR_SOURCE)
 
 
 async def bootstrap(uri: str, settings: Settings, data_dir: Path, say: Callable[[str], None] | None = None) -> None:
@@ -122,11 +138,9 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path, say: Callable[
                     lambda loader=loader, folder=folder: run_import(loader, db, snapshot_dir=folder, console=None),
                     _import_line,
                 )
-        manifests = []
-        for path in controlled:
-            manifests += read_manifests(path)
-        if manifests:
-            await step("the controlled runs", lambda: publish_set(db, manifests), _set_line)
+        if controlled:
+            manifests = _controlled_set(controlled)
+            await step("the controlled runs", lambda: publish_format_set(db, manifests), _set_line)
         pins_file = data_dir / "code-pins.json"
         if pins_file.is_file():
             try:
@@ -135,16 +149,28 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path, say: Callable[
                 raise BootstrapError(f"{pins_file}: {error}") from None
         approved = approved_runner_keys(data_dir)
 
-        async def publish_verified() -> int:
+        async def publish_signed() -> tuple[int, int]:
+            checked = older = 0
             for path in verified:
-                record = json.loads(path.read_text())
+                envelope = json.loads(path.read_text())["envelope"]
+                if is_older_dialect(envelope):
+                    older += 1  # its run is re-expressed in data/controlled (its signature covers the older digest)
+                    continue
                 try:
-                    await publish_signed_record(db, record["envelope"], approved)
+                    result = check_signed_record(envelope, approved)
+                    await publish_verified(db, result, await referenced_objects(db, result.run))
                 except ResultError as error:
                     raise BootstrapError(f"{path}: {error.code}: {error}") from None
-            return len(verified)
+                checked += 1
+            return checked, older
 
         if verified:
-            await step("the verified reruns", publish_verified, lambda count: f"{count} signed results checked")
+            await step(
+                "the verified reruns",
+                publish_signed,
+                lambda counts: (
+                    f"{counts[0]} signed results checked" + (f", {counts[1]} of the older dialect left as files" if counts[1] else "")
+                ),
+            )
     finally:
         await client.close()

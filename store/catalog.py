@@ -215,14 +215,17 @@ async def write_plan(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOutcom
     touched = linked + [k for k in touched if k not in set(linked)]
     batch: list[str] = []
     size = 0
+    also = getattr(plan, "also", None)
     for position, group_key in enumerate(touched):
         batch.append(group_key)
         size += len(by_group.get(group_key, ()))
-        if size >= RUNS_PER_TRANSACTION and position >= len(linked) - 1:
+        if size >= RUNS_PER_TRANSACTION and position >= len(linked) - 1 and position < len(touched) - 1:
             await _write_groups(db, plan, batch, by_group, history_new, now, leaving)
             batch, size = [], 0
     if batch:
-        await _write_groups(db, plan, batch, by_group, history_new, now, leaving)
+        await _write_groups(db, plan, batch, by_group, history_new, now, leaving, also=also)
+    elif also is not None:
+        await in_transaction(db, also)
 
     outcome.seconds["runs, cohorts, history (transactions)"] = time.perf_counter() - started
     # The catalog's record events as the ledger's changes of #1 (the group page's staircase,
@@ -256,6 +259,7 @@ async def _write_groups(
     history: dict[str, list[dict[str, Any]]],
     now: datetime,
     leaving: dict[str, str],
+    also: Any = None,
 ) -> None:
     async def work(session: AsyncClientSession) -> None:
         # Everything decided here is read inside the transaction (a retry starts over).
@@ -369,6 +373,8 @@ async def _write_groups(
             await db.events.insert_many(event_docs, ordered=False, session=session)
         if record_docs:
             await db.records.insert_many(record_docs, ordered=False, session=session)
+        if also is not None:
+            await also(session)
 
     await in_transaction(db, work)
 

@@ -11,14 +11,14 @@ from typing import Any
 from pymongo.asynchronous.database import AsyncDatabase
 
 from registry import architectures
-from registry.digest import manifest_digest
-from registry.manifests import parse_manifest
-from store.publish import insert_ignoring_duplicates, manifest_document
+from registry.format import format_digest, parse_format_manifest
+from store.publish import insert_ignoring_duplicates
 from store.workload_subsets import subset_suite
 
 Doc = dict[str, Any]
 # Our harness's protocols: on a GPU, and the CPU smoke-test mode (never ranked with the former).
 CONTROLLED_FAMILIES = ("kernelindex_controlled", "kernelindex_controlled_cpu")
+OUR_PROJECT = "kernelindex"  # the `project` label of our harness's ImplementationRevisions
 
 
 class JobSpecError(Exception):
@@ -55,15 +55,17 @@ def protocol_device(protocol: Doc) -> str:
 
 async def resolve_job_spec(db: AsyncDatabase, request: JobRequest) -> Doc:
     """The job's spec (what store.jobs.request_job stores); JobSpecError when a part is missing.
-    A subset of a workload's cases is stored as its own workload manifest (idempotent)."""
+    A subset of a workload's cases is stored as its own workload manifest (idempotent). The
+    objects are the v1alpha1 format's (our harness's, registry/controlled_format.py)."""
     definition_digest = request.definition_digest
     if await db.definitions.find_one({"_id": definition_digest}, {"_id": 1}) is None:
         raise JobSpecError("NOT_FOUND", "no such definition", "definition")
 
     impl_query: Doc = {
-        "spec.definitionDigest": definition_digest,
-        "spec.name": request.implementation,
-        "spec.code.digest": {"$exists": True},
+        "spec.operation.specDigest": definition_digest,
+        "metadata.name": request.implementation,
+        "metadata.labels.project": OUR_PROJECT,
+        "spec.source.contentDigest": {"$exists": True},
     }
     if request.implementation_digest:
         impl_query["_id"] = request.implementation_digest
@@ -79,17 +81,18 @@ async def resolve_job_spec(db: AsyncDatabase, request: JobRequest) -> Doc:
         raise JobSpecError("UNSUPPORTED_GPU", architectures.refusal(request.implementation, supported, request.gpu), "gpu")
 
     if request.workload_digest:
-        workload = await db.workloads.find_one({"_id": request.workload_digest, "spec.definitionDigest": definition_digest})
+        workload = await db.workloads.find_one({"_id": request.workload_digest, "spec.operationSpecDigest": definition_digest})
     else:
-        suites = await db.workloads.find({"spec.definitionDigest": definition_digest}).to_list()
+        suites = await db.workloads.find({"spec.operationSpecDigest": definition_digest, "kind": "WorkloadSuite"}).to_list()
         workload = max(suites, key=lambda s: (len(s["spec"]["cases"]), s["_id"]), default=None)
-    if workload is None:
-        raise JobSpecError("NOT_FOUND", "no such workload for this definition", "workload")
-    suite = parse_manifest(_manifest(workload))
+    if workload is None or workload["kind"] != "WorkloadSuite":
+        raise JobSpecError("NOT_FOUND", "no such workload suite for this definition", "workload")
+    suite = parse_format_manifest(_manifest(workload))
     if request.cases is not None:
-        bad = [c for c in request.cases if not 0 <= c < len(suite.spec.cases)]
+        count = len(workload["spec"]["cases"])
+        bad = [c for c in request.cases if not 0 <= c < count]
         if bad or not request.cases:
-            raise JobSpecError("BAD_USER_INPUT", f"cases must be indexes 0..{len(suite.spec.cases) - 1} of the workload", "cases")
+            raise JobSpecError("BAD_USER_INPUT", f"cases must be indexes 0..{count - 1} of the workload", "cases")
         suite = subset_suite(suite, request.cases)
 
     if request.protocol_digest:
@@ -103,9 +106,10 @@ async def resolve_job_spec(db: AsyncDatabase, request: JobRequest) -> Doc:
     if protocol is None or protocol["spec"]["comparability"]["family"] not in CONTROLLED_FAMILIES:
         raise JobSpecError("NOT_FOUND", "no controlled (kernelindex_controlled) protocol found; name one", "protocol")
 
-    suite_digest = manifest_digest(suite)
+    suite_digest = format_digest(suite)
     if suite_digest != workload["_id"]:
-        await insert_ignoring_duplicates(db.workloads, [manifest_document(suite, suite_digest, datetime.now(UTC))])
+        document = {"_id": suite_digest, **suite.to_json(), "storedAt": datetime.now(UTC), "definitionDigest": definition_digest}
+        await insert_ignoring_duplicates(db.workloads, [document])
     return {
         "definitionDigest": definition_digest,
         "implementationName": request.implementation,

@@ -95,22 +95,32 @@ async def run_by_external_id(db: AsyncDatabase, source: str, external_id: str) -
     return None
 
 
-# Our definitions have `spec.name`; v1alpha1 OperationSpecs (the catalog's) have none and are
-# listed after ours by `metadata.name`; their cursors carry this prefix.
+# Our definitions (the older dialect's `spec.name`, or a v1alpha1 OperationSpec labelled
+# `project: kernelindex`) are listed first by name; the other v1alpha1 OperationSpecs (the
+# catalog's) after them by `metadata.name`; their cursors carry this prefix.
 V1_CURSOR = "v1:"
+OURS = {"$or": [{"spec.name": {"$exists": True}}, {"metadata.labels.project": "kernelindex"}]}
+NOT_OURS = {"spec.name": {"$exists": False}, "metadata.labels.project": {"$ne": "kernelindex"}}
+
+
+def _our_name(doc: Doc) -> str | None:
+    name = (doc.get("spec") or {}).get("name")
+    if name is None and ((doc.get("metadata") or {}).get("labels") or {}).get("project") == "kernelindex":
+        return doc["metadata"]["name"]
+    return name
 
 
 def definition_cursor(doc: Doc) -> str:
-    name = doc["spec"].get("name")
+    name = _our_name(doc)
     return name if name is not None else V1_CURSOR + doc["metadata"]["name"]
 
 
 async def definitions_by_name(db: AsyncDatabase, limit: int | None = None) -> list[Doc]:
     """Definitions by name (ours, then the v1alpha1 ones), at most `limit` of them."""
-    ours = await db.definitions.find({"spec.name": {"$exists": True}}).sort("spec.name", 1).limit(limit or 0).to_list()
+    ours = sorted(await db.definitions.find(OURS).to_list(), key=_our_name)  # a handful
     if limit is not None and len(ours) >= limit:
         return ours[:limit]
-    rest = db.definitions.find({"spec.name": {"$exists": False}}).sort("metadata.name", 1)
+    rest = db.definitions.find(NOT_OURS).sort("metadata.name", 1)
     return ours + await rest.limit(0 if limit is None else limit - len(ours)).to_list()
 
 
@@ -145,7 +155,7 @@ _LISTINGS_KEPT = 16
 
 def _listed(doc: Doc) -> ListedDefinition:
     metadata = doc.get("metadata") or {}
-    name = (doc.get("spec") or {}).get("name")
+    name = _our_name(doc)
     order = (0, name) if name is not None else (1, metadata.get("name", ""))
     names = tuple(t.lower() for t in (name, metadata.get("name"), metadata.get("title")) if isinstance(t, str))
     return ListedDefinition(digest=doc["_id"], order=order, names=names)
@@ -156,7 +166,9 @@ async def _definition_listing(db: AsyncDatabase, *, with_gpus: bool, fresh: bool
     count = await db.definitions.estimated_document_count()
     listing = _LISTINGS.get(key)
     if fresh or listing is None or listing.count != count:
-        docs = await db.definitions.find({}, {"spec.name": 1, "metadata.name": 1, "metadata.title": 1}).to_list()
+        docs = await db.definitions.find(
+            {}, {"spec.name": 1, "metadata.name": 1, "metadata.title": 1, "metadata.labels.project": 1}
+        ).to_list()
         listing = _Listing(count=count, definitions=sorted(map(_listed, docs), key=lambda d: d.order))
     if with_gpus:
         groups = await db.comparison_groups.estimated_document_count()
@@ -230,7 +242,11 @@ async def related_definitions(db: AsyncDatabase, *, digest: str, name: str, name
     collection scan of every definition (120-300 ms with the bundled catalog's 451 on the shared
     machine), while each branch alone walks its index (`name`, `metadata_title`, `_id`, `relation_benchmark`,
     `relation_digest`: store/schema.py)."""
-    branches: list[dict[str, Any]] = [{"spec.relations.benchmark": name}, {"spec.relations.definitionDigest": digest}]
+    branches: list[dict[str, Any]] = [
+        {"spec.relations.benchmark": name},
+        {"spec.relations.definitionDigest": digest},
+        {"metadata.labels.related_benchmark": name},  # ours in the v1alpha1 format (registry/controlled_format.py)
+    ]
     if names:
         branches.append({"spec.name": {"$in": names}})
         # A v1alpha1 OperationSpec has no spec.name: SOL-ExecBench's benchmark name is its title.

@@ -24,6 +24,7 @@ CASE_FIELDS = {
     "spec.cases.index": 1,
     "spec.cases.status": 1,
     "spec.cases.latencyNs": 1,
+    "spec.sourceNative": 1,  # a v1alpha1 controlled run's per-case results (registry/controlled_format.py)
 }
 
 
@@ -31,7 +32,8 @@ async def operation_cohorts(
     db: AsyncDatabase, name: str
 ) -> tuple[Doc | None, list[ComparisonGroupDocument], dict[str, Doc], dict[str, Doc]]:
     """(definition, its comparison groups, their workload suites by digest, their protocols by digest)."""
-    definition = await db.definitions.find_one({"spec.name": name})
+    # The older dialect names an operation in its spec; the v1alpha1 format in its metadata.
+    definition = await db.definitions.find_one({"$or": [{"spec.name": name}, {"metadata.name": name, "spec.family": {"$exists": True}}]})
     if definition is None:
         return None, [], {}, {}
     groups = [
@@ -41,7 +43,10 @@ async def operation_cohorts(
     workload_ids = sorted({g.workload_digest for g in groups})
     protocol_ids = sorted({g.protocol_digest for g in groups if g.protocol_digest})
     workloads = {w["_id"]: w for w in await db.workloads.find({"_id": {"$in": workload_ids}}, {"spec.cases": 1}).to_list()}
-    protocols = {p["_id"]: p for p in await db.protocols.find({"_id": {"$in": protocol_ids}}, {"spec.measurement": 1}).to_list()}
+    protocols = {
+        p["_id"]: p
+        for p in await db.protocols.find({"_id": {"$in": protocol_ids}}, {"spec.measurement": 1, "metadata.labels": 1}).to_list()
+    }
     return definition, groups, workloads, protocols
 
 

@@ -187,6 +187,8 @@ INDEXES: dict[str, list[IndexModel]] = {
         # `$or` as a collection scan, so store.queries.related_definitions asks each branch alone).
         IndexModel([("spec.relations.benchmark", ASCENDING)], name="relation_benchmark"),
         IndexModel([("spec.relations.definitionDigest", ASCENDING)], name="relation_digest"),
+        # Ours in the v1alpha1 format name the related benchmark in a label.
+        IndexModel([("metadata.labels.related_benchmark", ASCENDING)], name="related_benchmark_label"),
     ],
     # An operation's workload suites: ours name their definition in spec.definitionDigest, the
     # catalog's (v1alpha1) beside the manifest in definitionDigest. Without these the operation

@@ -53,3 +53,17 @@ async def remember(db: AsyncDatabase, fingerprints: dict[str, str]) -> None:
 async def has_current_runs(db: AsyncDatabase, source: str) -> bool:
     """Whether any current run of `source` is stored (a first import has nothing to look up)."""
     return await db.runs.find_one({"source": source, "current": True}, {"_id": 1}) is not None
+
+
+async def name_older_runs(db: AsyncDatabase, source: str, names: list[str]) -> int:
+    """Give the current runs of `source` stored by the older dialect without an externalId (our
+    controlled runs before v1alpha1) their manifest name as one, for those named in `names`: the
+    format's run of the same name (sourceNative.externalId = the name) then supersedes them as
+    any corrected source record is superseded. Idempotent; a crash between this and the write
+    leaves only names that the next write completes."""
+    updated = 0
+    for chunk in chunked(sorted(set(names))):
+        query = {"source": source, "current": True, "externalId": {"$exists": False}, "metadata.name": {"$in": chunk}}
+        result = await db.runs.update_many(query, [{"$set": {"externalId": "$metadata.name"}}])
+        updated += result.modified_count
+    return updated

@@ -3,21 +3,29 @@ over some cases are never ranked against results over all of them."""
 
 from __future__ import annotations
 
-from registry.digest import manifest_digest
-from registry.manifests import Manifest, make_manifest
+from typing import Any
+
+from registry.format import FormatManifest, format_digest, make_format_manifest
 
 
-def subset_suite(suite: Manifest, cases: list[int]) -> Manifest:
-    if sorted(set(cases)) == [c.index for c in suite.spec.cases]:
+def subset_suite(suite: FormatManifest, cases: list[int]) -> FormatManifest:
+    """The suite with the cases at these positions (v1alpha1). Each case keeps its externalId, so
+    results over a subset name the same cases as results over the whole suite."""
+    spec: dict[str, Any] = suite.spec.to_json()
+    wanted = sorted(set(cases))
+    if wanted == list(range(len(spec["cases"]))):
         return suite
-    picked = [suite.spec.cases[i] for i in sorted(set(cases))]
-    spec = suite.spec.model_dump(mode="json", exclude_defaults=True)
-    spec["cases"] = [{**case.model_dump(mode="json", exclude_defaults=True), "index": position} for position, case in enumerate(picked)]
-    spec["source"] = {"source": "kernelindex", "benchmark": suite.metadata.name, "externalId": manifest_digest(suite)}
-    label = "-".join(str(i) for i in sorted(set(cases)))
-    return make_manifest(
+    spec["cases"] = [spec["cases"][i] for i in wanted]
+    label = "-".join(str(i) for i in wanted)
+    metadata = suite.metadata.to_json()
+    title = metadata.get("title") or metadata["name"]
+    labels = {**(metadata.get("labels") or {}), "subset_of": format_digest(suite)}
+    return make_format_manifest(
         "WorkloadSuite",
-        f"{suite.metadata.name}-cases-{label}"[:200],
+        {
+            "name": f"{metadata['name']}-cases-{label}"[:200],
+            "title": f"{title} (cases {', '.join(str(i) for i in wanted)})"[:200],
+            "labels": labels,
+        },
         spec,
-        title=f"{suite.metadata.title or suite.metadata.name} (cases {', '.join(str(i) for i in sorted(set(cases)))})",
     )

@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from registry.controlled_format import aggregates_of
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kernelindex bench", description=__doc__.split("\n\n")[0])
@@ -107,15 +109,16 @@ def run(args: argparse.Namespace, command: list[str]) -> int:
     result = write_outputs(args.out, op, shapes, small, settings, records, product, command)
     print(result["summary"])
     for run in result["runs"]:
-        agg = run.spec.aggregates
+        spec = run.spec.to_json()
+        agg = aggregates_of(spec)
         print(
-            f"{run.metadata.labels.get('implementation')}: status {run.spec.status.value}, "
+            f"{run.metadata.labels.get('implementation')}: status {spec['status']}, "
             f"geomean {agg['geomeanLatencyNs'] / 1000:.2f} us"
             + (f", mean S {agg['meanSolScore']:.3f}" if "meanSolScore" in agg else "")
             + f", faster than reference on {agg['casesFasterThanReference']}/{agg['caseCount']}"
         )
     print(f"wrote {args.out}/manifests.json, raw.json, summary.md" + (", chart.png" if (args.out / "chart.png").exists() else ""))
-    failed = [r for r in result["runs"] if r.spec.status.value != "passed"]
+    failed = [r for r in result["runs"] if r.spec.to_json()["status"] != "passed"]
     missing = [n for n, rec in records.items() if rec.load_error]
     return 1 if failed or missing else 0
 

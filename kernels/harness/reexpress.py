@@ -51,6 +51,31 @@ def _write(path: Path, manifests: list[dict[str, Any]]) -> None:
     path.write_text(json.dumps(manifests, indent=1, ensure_ascii=False) + "\n")
 
 
+def _pin_older_revisions(data_dir: Path, manifests, pins: dict[str, Any]) -> None:
+    """The format's ImplementationRevision names its code by digest, commit and callable, not by
+    the files the digest covers: a revision whose older manifest named them (code.paths) gets a
+    pin in data/code-pins.json, as revisions published before manifests named a commit have."""
+    added = 0
+    for m in manifests:
+        code = m["spec"].get("code") or {} if m["kind"] == "ImplementationRevision" else {}
+        if code.get("commit") and code.get("paths") and code["digest"] not in pins:
+            pins[code["digest"]] = {
+                "repository": code.get("repository", "kernelindex"),
+                "commit": code["commit"],
+                "paths": code["paths"],
+                "entryPoint": code["entryPoint"],
+                **({"variant": code["variant"]} if code.get("variant") else {}),
+                "note": m["metadata"]["name"],
+            }
+            added += 1
+    if added:
+        path = data_dir / "code-pins.json"
+        document = json.loads(path.read_text())
+        document["pins"] = pins
+        path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+        print(f"{path}: {added} revisions pinned (their older manifests named their files)")
+
+
 def main(data_dir: Path) -> int:
     pins = json.loads((data_dir / "code-pins.json").read_text())["pins"]
     every: dict[str, dict[str, Any]] = {}
@@ -60,6 +85,7 @@ def main(data_dir: Path) -> int:
         if _is_older(manifests):
             older[path] = manifests
             every |= {old_digest(m): m for m in manifests}
+    _pin_older_revisions(data_dir, every.values(), pins)
     for path, manifests in older.items():
         folder = path.parent
         new = reexpress(

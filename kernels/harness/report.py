@@ -1,5 +1,5 @@
-"""Turns a harness run into files: manifests.json (a JSON list of manifests loadable with
-`kernelindex load`), raw.json (every sample and round), chart.png and summary.md."""
+"""Turns a harness run into files: manifests.json (a JSON list of v1alpha1 manifests loadable
+with `kernelindex load`), raw.json (every sample and round), chart.png and summary.md."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from typing import Any
 from kernels.harness import timing
 from kernels.harness.correctness import COMPARATOR
 from kernels.harness.gpus import sol_score
-from kernels.harness.protocol import Settings, protocol_manifest
+from kernels.harness.protocol import Settings
 from kernels.harness.run import CaseRecord, ImplRecord
-from registry.digest import manifest_digest
+from registry import controlled_format as fmt
+from registry.format import FormatManifest, format_digest, make_format_manifest
 from registry.manifests import Manifest, make_manifest
 
 
@@ -87,18 +88,9 @@ def _case_result(case: CaseRecord, reference: CaseRecord | None) -> dict[str, An
     return out
 
 
-def run_manifest(
-    rec: ImplRecord,
-    reference: ImplRecord | None,
-    *,
-    protocol_digest: str,
-    workload_digest: str,
-    environment_digest: str,
-    implementation_digest: str,
-    observed_at: str,
-    env_slug: str,
-    artifacts: list[dict[str, Any]],
-) -> Manifest | None:
+def run_results(rec: ImplRecord, reference: ImplRecord | None) -> dict[str, Any] | None:
+    """{status, cases, aggregates, mean}: one implementation's results over the suite, in the
+    harness's terms (None when no case was measured)."""
     ref_cases = {c.index: c for c in reference.cases} if reference is not None else {}
     cases = [_case_result(c, ref_cases.get(c.index)) for c in rec.cases]
     medians = [c.get("latencyNs", {}).get("median") for c in cases]
@@ -128,34 +120,48 @@ def run_manifest(
     refs = [c.get("referenceLatencyNs") for c in cases]
     if all(refs):
         aggregates["geomeanReferenceLatencyNs"] = round(geomean(refs))
-    spec = {
-        "status": status,
-        "timing": {
-            "primaryStatistic": "median",
-            "latencyNs": {
-                "median": round(geo),
-                "geomean": round(geo),
-                "mean": round(sum(m for m in medians if m) / len([m for m in medians if m])),
-            },
-        },
-        "observedAt": observed_at,
-        "protocolDigest": protocol_digest,
-        "workloadDigest": workload_digest,
-        "environmentDigest": environment_digest,
-        "implementationDigest": implementation_digest,
-        "cases": cases,
-        "aggregates": aggregates,
-        "artifacts": artifacts,
-    }
+    mean = round(sum(m for m in medians if m) / len([m for m in medians if m]))
+    return {"status": status, "cases": cases, "aggregates": aggregates, "mean": mean}
+
+
+def run_manifest(
+    rec: ImplRecord,
+    reference: ImplRecord | None,
+    *,
+    digests: dict[str, str],
+    suite: FormatManifest,
+    observed_at: str,
+    env_slug: str,
+    operating_system: str | None,
+    raw_samples: dict[str, str] | None = None,
+) -> FormatManifest | None:
+    """The v1alpha1 BenchmarkRun of one implementation (registry/controlled_format.py `run`):
+    `digests` of its workload (`suite`), implementation, protocol and environment. Each case is
+    named by the suite's externalId at its position (a job's subset keeps the suite's ids)."""
+    results = run_results(rec, reference)
+    if results is None:
+        return None
+    ids = [c["externalId"] for c in suite.spec.to_json()["cases"]]
+    cases = [{**case, "index": int(ids[position])} for position, case in enumerate(results["cases"])]
     stamp = observed_at.replace("-", "").replace(":", "").replace(".", "").lower()
-    name = f"{rec.impl.manifest_name()}-{env_slug}-{stamp}"[:200]
-    return make_manifest(
-        "BenchmarkRun",
-        name,
-        spec,
+    labels = {"implementation": rec.impl.name, "operation": rec.impl.operation}
+    if operating_system:
+        labels["operating_system"] = operating_system[:200]
+    run = fmt.run(
+        name=f"{rec.impl.manifest_name()}-{env_slug}-{stamp}"[:200],
         title=f"{rec.impl.title} on {env_slug}",
-        labels={"implementation": rec.impl.name, "operation": rec.impl.operation},
+        labels=labels,
+        status=results["status"],
+        observed_at=observed_at,
+        cases=cases,
+        aggregates=results["aggregates"],
+        mean_ns=results["mean"],
+        digests=digests,
+        benchmark=suite.metadata.name,
+        comparator=suite.spec.to_json()["correctness"]["comparator"],
+        raw_samples=raw_samples,
     )
+    return make_format_manifest(run["kind"], run["metadata"], run["spec"])
 
 
 def chart(records: dict[str, ImplRecord], path: Path, title: str) -> bool:
@@ -247,51 +253,26 @@ def write_outputs(
     product: str | None,
     command: list[str],
 ) -> dict[str, Any]:
-    from kernels.harness.environment import environment_manifest
+    """manifests.json (v1alpha1: the operation, suite, protocol, environment, implementations and
+    one run each), raw.json (every sample and round; the runs name it by sha256), chart.png,
+    summary.md."""
+    from kernels.harness import format_manifests
 
     out_dir.mkdir(parents=True, exist_ok=True)
     observed = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
-    definition = definition_manifest(op)
-    ddig = manifest_digest(definition)
-    workload = workload_manifest(op, shapes, ddig, small)
-    protocol = protocol_manifest(settings)
-    environment = environment_manifest(settings.device)
+    operation = format_manifests.operation(op)
+    workload = format_manifests.suite(op, shapes, small)
+    protocol = format_manifests.protocol(settings)
+    environment, operating_system = format_manifests.environment(settings.device)
     env_slug = environment.metadata.name.removeprefix("env-")[:40]
-    impl_manifests = {name: rec.impl.manifest(ddig) for name, rec in records.items()}
+    impl_manifests = {name: format_manifests.implementation(op, rec.impl) for name, rec in records.items()}
+    objects = [operation, workload, protocol, environment, *impl_manifests.values()]
 
-    artifacts = []
     chart_path = out_dir / "chart.png"
-    title = f"{op.key} {op.title} — {product or 'CPU'} (median, {protocol.spec.measurement.timer})"
-    if chart(records, chart_path, title):
-        artifacts.append(
-            {
-                "name": "chart.png",
-                "mediaType": "image/png",
-                "uri": "chart.png",
-                "digest": "sha256:" + hashlib.sha256(chart_path.read_bytes()).hexdigest(),
-            }
-        )
+    timer = protocol.spec.to_json()["measurement"]["timer"]
+    chart(records, chart_path, f"{op.key} {op.title} — {product or 'CPU'} (median, {timer})")
 
-    reference = records.get("reference")
-    runs = []
-    for name, rec in records.items():
-        m = run_manifest(
-            rec,
-            reference,
-            protocol_digest=manifest_digest(protocol),
-            workload_digest=manifest_digest(workload),
-            environment_digest=manifest_digest(environment),
-            implementation_digest=manifest_digest(impl_manifests[name]),
-            observed_at=observed,
-            env_slug=env_slug,
-            artifacts=artifacts,
-        )
-        if m is not None:
-            runs.append(m)
-
-    manifests = [definition, workload, protocol, environment, *impl_manifests.values(), *runs]
-    (out_dir / "manifests.json").write_text(json.dumps([m.to_json() for m in manifests], indent=1, ensure_ascii=False) + "\n")
     raw = {
         "command": command,
         "observedAt": observed,
@@ -306,7 +287,7 @@ def write_outputs(
             "rtol": settings.tolerance.rtol,
             "minMatchedRatio": settings.tolerance.min_matched_ratio,
         },
-        "digests": {m.metadata.name: manifest_digest(m) for m in manifests},
+        "digests": {m.metadata.name: format_digest(m) for m in objects},
         "environment": environment.to_json()["spec"],
         "implementations": {
             name: {
@@ -344,7 +325,33 @@ def write_outputs(
             for name, rec in records.items()
         },
     }
-    (out_dir / "raw.json").write_text(json.dumps(raw, indent=1, ensure_ascii=False) + "\n")
+    raw_path = out_dir / "raw.json"
+    raw_path.write_text(json.dumps(raw, indent=1, ensure_ascii=False) + "\n")
+    raw_samples = {"uri": "raw.json", "digest": "sha256:" + hashlib.sha256(raw_path.read_bytes()).hexdigest()}
+
+    reference = records.get("reference")
+    runs = []
+    for name, rec in records.items():
+        m = run_manifest(
+            rec,
+            reference,
+            digests={
+                "workload": format_digest(workload),
+                "implementation": format_digest(impl_manifests[name]),
+                "protocol": format_digest(protocol),
+                "environment": format_digest(environment),
+            },
+            suite=workload,
+            observed_at=observed,
+            env_slug=env_slug,
+            operating_system=operating_system,
+            raw_samples=raw_samples,
+        )
+        if m is not None:
+            runs.append(m)
+
+    manifests = [*objects, *runs]
+    (out_dir / "manifests.json").write_text(json.dumps([m.to_json() for m in manifests], indent=1, ensure_ascii=False) + "\n")
     summary = summary_markdown(records, product)
     (out_dir / "summary.md").write_text(summary)
     return {"manifests": manifests, "runs": runs, "summary": summary}

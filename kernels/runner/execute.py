@@ -1,6 +1,7 @@
 """Executing one benchmark job on this host and signing the result.
 
-The job names a definition, an implementation and a protocol by digest; the runner executes only
+The job names a definition, an implementation and a protocol by digest (the KernelIndex v1alpha1
+format's, kernels/harness/format_manifests.py); the runner executes only
 code from its own `kernels/` registry whose code digest is the job's (a different revision is
 refused with the commit that holds the job's code). Nothing in the job is ever executed.
 """
@@ -15,9 +16,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from registry.digest import manifest_digest
 from registry.dsse import BENCHMARK_RUN_PREDICATE, sign_envelope, statement_bytes
-from registry.manifests import Manifest, ManifestError, parse_manifest
+from registry.format import FormatError, FormatManifest, format_digest, parse_format_manifest
 
 
 class JobFailure(Exception):
@@ -31,8 +31,8 @@ class JobFailure(Exception):
 @dataclass(frozen=True)
 class Outcome:
     envelope: dict[str, Any]
-    run: Manifest
-    environment: Manifest
+    run: FormatManifest
+    environment: FormatManifest
 
 
 def _log(message: str) -> None:
@@ -43,19 +43,19 @@ def _log(message: str) -> None:
 
 
 def _find_operation(definition_digest: str):
-    from kernels.harness.report import definition_manifest
+    from kernels.harness import format_manifests
     from kernels.operations import OPERATIONS
 
     for op in OPERATIONS.values():
-        if manifest_digest(definition_manifest(op)) == definition_digest:
+        if format_digest(format_manifests.operation(op)) == definition_digest:
             return op
     raise JobFailure("runtime_error", f"this runner has no operation with definition digest {definition_digest}")
 
 
-def _find_implementation(wanted: dict[str, Any], definition_digest: str):
-    """This runner's entry for the job's implementation, if it holds the same code: the job's
-    `code.digest` (or, from an older registry, the manifest digest). Otherwise the refusal names
-    the commit that holds the job's code (registry/code.py), for the operator to check out."""
+def _find_implementation(wanted: dict[str, Any]):
+    """This runner's entry for the job's implementation, if it holds the same code (the job's
+    `code.digest`). Otherwise the refusal names the commit that holds the job's code
+    (registry/code.py), for the operator to check out."""
     from kernels.implementations import IMPLEMENTATIONS
 
     name, digest, code = wanted["name"], wanted["digest"], wanted.get("code") or {}
@@ -63,7 +63,7 @@ def _find_implementation(wanted: dict[str, Any], definition_digest: str):
         if impl.manifest_name() != name:
             continue
         held = impl.code_digest()
-        if held == code.get("digest") or (not code.get("digest") and manifest_digest(impl.manifest(definition_digest)) == digest):
+        if held == code.get("digest"):
             return impl
         where = f"check out commit {code['commit']} to run it" if code.get("commit") else "no commit is recorded for it"
         raise JobFailure(
@@ -74,56 +74,62 @@ def _find_implementation(wanted: dict[str, Any], definition_digest: str):
     raise JobFailure("runtime_error", f"this runner's kernels registry has no implementation {name!r}")
 
 
-def _settings_for(protocol: Manifest):
+def _settings_for(protocol: FormatManifest):
     """Harness settings that reproduce the job's protocol exactly (same digest), or a failure."""
-    from kernels.harness.protocol import Settings, protocol_manifest
+    from kernels.harness import format_manifests
+    from kernels.harness.protocol import Settings
 
-    spec = protocol.spec
+    spec = protocol.spec.to_json()
+    labels = protocol.metadata.to_json().get("labels") or {}
     device = "cpu" if protocol.metadata.name.endswith("-cpu") else "cuda"
+    rounds = labels.get("rounds", "5")
     settings = Settings(
         device=device,
-        rounds=spec.correctness.rounds or 5,
-        warmups=spec.measurement.warmups or 0,
-        samples=spec.measurement.samples or 1,
+        rounds=int(rounds) if rounds.isdigit() else 5,
+        warmups=spec["measurement"].get("warmupIterations") or 0,
+        samples=spec["measurement"].get("samples") or 1,
     )
-    if manifest_digest(protocol_manifest(settings)) != manifest_digest(protocol):
+    if format_digest(format_manifests.protocol(settings)) != format_digest(protocol):
         raise JobFailure("runtime_error", "this runner's harness cannot measure under the job's protocol (its digest differs)")
     return settings
 
 
-def _shapes(workload: Manifest) -> list[tuple[int, int]]:
+def _shapes(workload: FormatManifest) -> list[tuple[int, int]]:
     try:
-        return [(case.axes["batch_size"], case.axes["seq_len"]) for case in workload.spec.cases]
+        return [(case["axes"]["batch_size"], case["axes"]["seq_len"]) for case in workload.spec.to_json()["cases"]]
     except KeyError as missing:
         raise JobFailure("runtime_error", f"the workload's cases lack the axis {missing}") from None
 
 
-def _require_passed(run: Manifest | None, record) -> None:
+def _require_passed(run: FormatManifest | None, record) -> None:
     """Only a run whose every case passed is signed; otherwise the job fails with the code the
     cases call for (an exception in a case is a runtime error, a wrong result is numerical)."""
     errors = [f"case {c.index}: {c.error}" for c in record.cases if c.error]
     if run is None or errors:
         raise JobFailure("runtime_error", ("; ".join(errors) or "no case produced a measurement")[:2000])
-    if run.spec.status.value != "passed":
+    status = run.spec.to_json()["status"]
+    if status != "passed":
         wrong = [f"case {c.index}: {c.check.failure()}" for c in record.cases if c.check is not None and not c.check.passed]
-        raise JobFailure("incorrect_numerical", ("; ".join(wrong) or f"the run is {run.spec.status.value}")[:2000])
+        raise JobFailure("incorrect_numerical", ("; ".join(wrong) or f"the run is {status}")[:2000])
 
 
 def execute_job(job: dict[str, Any], signing_key: Ed25519PrivateKey, log: Callable[[str], None] = _log) -> Outcome:
-    """Run the job's implementation (and the reference, for T_b) and sign the run manifest."""
-    from kernels.harness.environment import environment_manifest
+    """Run the job's implementation (and the reference, for T_b) and sign the run manifest (the
+    KernelIndex v1alpha1 format)."""
+    from kernels.harness import format_manifests
     from kernels.harness.report import run_manifest
     from kernels.harness.run import run_benchmark
     from kernels.implementations import get
 
     try:
-        workload = parse_manifest(job["workload"])
-        protocol = parse_manifest(job["protocol"])
-    except (ManifestError, KeyError) as error:
+        workload = parse_format_manifest(job["workload"])
+        protocol = parse_format_manifest(job["protocol"])
+    except (FormatError, KeyError) as error:
         raise JobFailure("runtime_error", f"the job document is not valid: {error}") from None
-    definition_digest = job["definition"]["digest"]
-    op = _find_operation(definition_digest)
-    impl = _find_implementation(job["implementation"], definition_digest)
+    if workload.kind != "WorkloadSuite":
+        raise JobFailure("runtime_error", f"the job's workload is a {workload.kind}; the harness measures a WorkloadSuite")
+    op = _find_operation(job["definition"]["digest"])
+    impl = _find_implementation(job["implementation"])
     settings = _settings_for(protocol)
     shapes = _shapes(workload)
 
@@ -135,25 +141,29 @@ def execute_job(job: dict[str, Any], signing_key: Ed25519PrivateKey, log: Callab
     if record.load_error:
         raise JobFailure("compile_error", record.load_error)
 
-    environment = environment_manifest(settings.device)
-    if environment.spec.hardware.product != job["gpu"]:
-        raise JobFailure("runtime_error", f"this host is {environment.spec.hardware.product}, the job asks for {job['gpu']}")
+    environment, operating_system = format_manifests.environment(settings.device)
+    product = environment.spec.to_json()["hardware"]["product"]
+    if product != job["gpu"]:
+        raise JobFailure("runtime_error", f"this host is {product}, the job asks for {job['gpu']}")
     observed = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     run = run_manifest(
         record,
         records[reference.name],
-        protocol_digest=manifest_digest(protocol),
-        workload_digest=manifest_digest(workload),
-        environment_digest=manifest_digest(environment),
-        implementation_digest=job["implementation"]["digest"],
+        digests={
+            "workload": format_digest(workload),
+            "implementation": job["implementation"]["digest"],
+            "protocol": format_digest(protocol),
+            "environment": format_digest(environment),
+        },
+        suite=workload,
         observed_at=observed,
         env_slug=environment.metadata.name.removeprefix("env-")[:40],
-        artifacts=[],
+        operating_system=operating_system,
     )
     _require_passed(run, record)
     payload = statement_bytes(
         run.metadata.name,
-        manifest_digest(run),
+        format_digest(run),
         BENCHMARK_RUN_PREDICATE,
         {"job": job["jobId"], "manifests": [run.to_json(), environment.to_json()]},
     )

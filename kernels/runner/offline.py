@@ -35,6 +35,7 @@ def run_offline(job_path: Path, out: Path, signing_key, timeout_s: float | None 
         out.write_text(json.dumps(report.failure_document(job_id, failure), indent=1))
         print(f"error: job {job_id} failed ({failure.code}): {failure}; wrote {out} for `kernelindex submit-result`", file=sys.stderr)
         return 1
-    out.write_text(json.dumps({"job": job_id, "envelope": outcome.envelope, "runStatus": outcome.run.spec.status.value}, indent=1))
-    print(f"wrote {out}: run {outcome.run.metadata.name} ({outcome.run.spec.status.value})", file=sys.stderr)
+    status = outcome.run.spec.to_json()["status"]
+    out.write_text(json.dumps({"job": job_id, "envelope": outcome.envelope, "runStatus": status}, indent=1))
+    print(f"wrote {out}: run {outcome.run.metadata.name} ({status})", file=sys.stderr)
     return 0

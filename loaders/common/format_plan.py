@@ -61,6 +61,9 @@ class WritePlan:
     history: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     import_record: dict[str, Any] | None = None
     supersede: bool = False
+    # Writes that commit in the transaction of the plan's last cohorts (a job's completion with
+    # its verified run), or in one of their own when no run is new: `async (session) -> None`.
+    also: Any = None
 
 
 def manifest_fields(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -194,6 +197,21 @@ def bundle_problems(bundle: Any) -> list[str]:
     if (bundle.implementation.spec.to_json().get("operation") or {}).get("specDigest") != operation:
         problems.append("implementation.spec.operation.specDigest: does not match the operation given")
     return problems
+
+
+def plan_objects(plan: WritePlan, manifests: list[FormatManifest], now: datetime) -> None:
+    """Add objects no run of the plan names (a protocol or definition loaded on its own)."""
+    for manifest in manifests:
+        collection = COLLECTION_OF_KIND[manifest.kind]
+        digest = format_digest(manifest)
+        docs = plan.objects.setdefault(collection, [])
+        if all(doc["_id"] != digest for doc in docs):
+            extra = {}
+            if manifest.kind in ("WorkloadCase", "WorkloadSuite"):
+                extra["definitionDigest"] = manifest.spec.to_json()["operationSpecDigest"]
+            elif manifest.kind == "ImplementationRevision":
+                extra["definitionDigest"] = manifest.spec.to_json()["operation"]["specDigest"]
+            docs.append(_document(manifest, digest, now, **extra))
 
 
 def plan_bundles(bundles: list[Any], now: datetime) -> WritePlan:

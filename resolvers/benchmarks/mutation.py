@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import strawberry
 
+from loaders.pipeline import publish_verified
 from registry.leases import DEFAULT_LEASE_SECONDS, MAX_LEASE_SECONDS
 from resolvers import ids
 from resolvers.context import Info
@@ -18,7 +19,22 @@ from store import jobs
 from store.job_specs import JobRequest, JobSpecError, resolve_job_spec
 from store.keys import Scope
 from store.queries import job_by_idempotency_key
-from store.verified_results import ResultError, accept_result
+from store.verified_results import JobCompletion, ResultError, check_result, fail_for_status, referenced_objects
+
+
+async def _accept_result(info: Info, job_id: str, key, envelope: str) -> dict:
+    """Verify the signed result and publish its run as KernelIndex Verified with the job's
+    completion (one transaction); a run that did not pass fails the job instead."""
+    db = info.context.db
+    job, result = await check_result(db, job_id=job_id, runner=key, envelope_text=envelope)
+    objects = await referenced_objects(db, result.run)
+    failed = await fail_for_status(db, job, result)
+    if failed is not None:
+        return failed
+    completion = JobCompletion(db, job, result)
+    await publish_verified(db, result, objects, runner_key_id=key.id, also=completion)
+    assert completion.job_after is not None  # it ran in the committed transaction
+    return completion.job_after
 
 
 @strawberry.input
@@ -175,7 +191,7 @@ class Mutation:
     async def benchmark_job_complete(self, info: Info, input: BenchmarkJobCompleteInput) -> BenchmarkJobCompletePayload:
         try:
             key = require_scope(info, Scope.runner)
-            job = await accept_result(info.context.db, job_id=_job_key(input.job), runner=key, envelope_text=input.envelope)
+            job = await _accept_result(info, _job_key(input.job), key, input.envelope)
         except EXPECTED as error:
             return BenchmarkJobCompletePayload(user_errors=[_user_error(error)])
         run_doc = await info.context.loaders.runs.load(job["runDigest"]) if job.get("runDigest") else None

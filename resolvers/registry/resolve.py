@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import strawberry
 from strawberry.federation.schema_directives import ListSize
 
+from registry.controlled_format import cases_of, is_controlled
 from registry.resolution import (
     MAX_BATCH,
     CaseEntry,
@@ -30,6 +31,7 @@ from resolvers.types.definition import Definition
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.workload import AxisBinding
 from resolvers.user_errors import UserError
+from resolvers.v1alpha1 import workload_cases
 from store.read_models import ComparisonGroupDocument
 from store.resolution import group_case_results, operation_cohorts
 
@@ -148,9 +150,12 @@ async def _cohort(
     key = group.key
     if key not in cache:
         cache[key] = await group_case_results(info.context.db, key)
+    suite = await info.context.loaders.workloads.load(group.workload_digest)
     entries = []
     for run in cache[key]:
-        result = next((c for c in run["spec"].get("cases", []) if c.get("index") == case.case_index), None)
+        spec = run["spec"]
+        cases = cases_of(spec, (suite or {}).get("spec")) if is_controlled(spec) else spec.get("cases", [])
+        result = next((c for c in cases if c.get("index") == case.case_index), None)
         if result is None:
             continue
         value = (result.get("latencyNs") or {}).get(statistic)
@@ -192,6 +197,14 @@ def _label(kind: MatchKind, axis: str, shape: dict[str, int], asked: dict[str, i
     return text
 
 
+# The v1alpha1 format's axis roles, as registry/resolution.py reads them (the older dialect's types).
+_AXIS_TYPES = {"variable": "var", "constant": "const", "derived": "expr"}
+
+
+def _older_axes(axes: dict[str, Any]) -> dict[str, Any]:
+    return {name: {**axis, "type": _AXIS_TYPES[axis["role"]]} if "role" in axis else axis for name, axis in axes.items()}
+
+
 async def resolve_one(
     info: Info, operation: str, axes: list[AxisValueInput], gpu: str | None, statistic: str | None, field: str = ""
 ) -> KernelResolution:
@@ -205,7 +218,7 @@ async def resolve_one(
     if definition is None:
         return _refusal(f"{prefix}operation", f"no operation named {operation!r}", "NOT_FOUND", gpu)
     try:
-        shape = requested_shape(definition["spec"]["axes"], asked, f"{prefix}axes")
+        shape = requested_shape(_older_axes(definition["spec"]["axes"]), asked, f"{prefix}axes")
     except ResolutionError as error:
         return _refusal(error.field, str(error), error.code, gpu)
     on_gpu = [g for g in groups if gpu_matches(gpu, g.gpu.product, g.gpu.architecture)]
@@ -217,7 +230,7 @@ async def resolve_one(
     group_by_key = {g.key: g for g in on_gpu}
     for g in on_gpu:
         suite = workloads.get(g.workload_digest)
-        for case in (suite or {}).get("spec", {}).get("cases", []):
+        for case in workload_cases(suite) if suite else []:
             case_shape = shape_of(case["axes"], names)
             if case_shape is not None:
                 measured.append(MeasuredCase(g.key, g.workload_digest, case["index"], case_shape))
@@ -225,8 +238,10 @@ async def resolve_one(
     def statistic_of(group: ComparisonGroupDocument) -> str:
         if statistic:
             return statistic
-        protocol = protocols.get(group.protocol_digest or "")
-        return ((protocol or {}).get("spec", {}).get("measurement", {}) or {}).get("primaryStatistic", "mean")
+        protocol = protocols.get(group.protocol_digest or "") or {}
+        # Our controlled protocol ranks runs by a geomean over cases, each case by its median.
+        case_statistic = ((protocol.get("metadata") or {}).get("labels") or {}).get("case_statistic")
+        return case_statistic or (protocol.get("spec", {}).get("measurement", {}) or {}).get("primaryStatistic", "mean")
 
     cache: dict[str, list[dict[str, Any]]] = {}
     exact = [

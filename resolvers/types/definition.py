@@ -104,7 +104,7 @@ class Definition(Node):
                     definition_digest=r.get("definitionDigest"),
                     notes=r.get("notes"),
                 )
-                for r in spec.get("relations", [])
+                for r in v1alpha1.definition_relations(doc)
             ],
             source=reference.get("source"),
             reference_digest=reference.get("referenceDigest"),

@@ -54,7 +54,7 @@ class CodeReference:
 
 async def code_reference(info: Info, doc: dict[str, Any] | None) -> CodeReference | None:
     """An ImplementationRevision document's code, with its pin if one is kept."""
-    code = (doc or {}).get("spec", {}).get("code")
+    code = v1alpha1.implementation_code(doc) if doc else None
     if not code:
         return None
     pin = await info.context.loaders.code_pins.load(code["digest"]) if code.get("digest") else None

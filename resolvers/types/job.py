@@ -141,7 +141,7 @@ async def job_document(info: Info, doc: dict[str, Any]) -> dict[str, Any]:
         "id": ids.encode("BenchmarkJob", doc["_id"]),
         "jobId": doc["_id"],
         "gpu": doc["gpu"],
-        "definition": {"digest": doc["definitionDigest"], "name": definition["spec"]["name"]},
+        "definition": {"digest": doc["definitionDigest"], "name": definition["spec"].get("name") or definition["metadata"]["name"]},
         "implementation": {
             "name": doc["implementationName"],
             "digest": expected["implementationDigest"],

@@ -57,6 +57,7 @@ class Protocol(Node):
         measurement, correctness = spec["measurement"], spec["correctness"]
         comparability = spec["comparability"]
         annotations = doc["metadata"].get("annotations", {})
+        labels = doc["metadata"].get("labels") or {}
         return cls(
             id=strawberry.ID(ids.encode("Protocol", doc["_id"])),
             digest=doc["_id"],
@@ -65,13 +66,14 @@ class Protocol(Node):
             harness=Harness(name=spec["harness"]["name"], version=harness_version(spec)),
             timer=measurement["timer"],
             primary_statistic=measurement["primaryStatistic"],
-            warmups=measurement.get("warmups"),
+            warmups=measurement.get("warmups", measurement.get("warmupIterations")),
             samples=measurement.get("samples"),
-            l2_flush=measurement.get("l2Flush"),
+            # Our controlled protocol in the format keeps these as labels (registry/controlled_format.py).
+            l2_flush=measurement["l2Flush"] if "l2Flush" in measurement else _label_bool(labels.get("l2_flush")),
             measurement_notes=measurement.get("notes"),
             correctness_reference=correctness["reference"],
             comparator=correctness["comparator"],
-            correctness_rounds=correctness.get("rounds"),
+            correctness_rounds=correctness.get("rounds") or (int(labels["rounds"]) if labels.get("rounds", "").isdigit() else None),
             correctness_policy=correctness.get("policy"),
             comparability_family=comparability["family"],
             comparability_version=comparability.get("version") or harness_version(spec),
@@ -84,6 +86,10 @@ class Protocol(Node):
     async def resolve_reference(cls, info: Info, id: strawberry.ID) -> Protocol | None:
         doc = await info.context.loaders.protocols.load(ids.decode_as(id, "Protocol"))
         return cls.from_doc(doc) if doc else None
+
+
+def _label_bool(value: str | None) -> bool | None:
+    return None if value is None else value == "true"
 
 
 def manifest_json(doc: dict[str, Any]) -> dict[str, Any]:

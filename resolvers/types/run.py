@@ -12,6 +12,7 @@ from strawberry.scalars import JSON
 from strawberry.types.nodes import SelectedField
 
 from loaders.sources import external_reference, source_title
+from registry.controlled_format import aggregates_of, cases_of, is_controlled
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.cost_limit import MANIFEST_KIB, PAGE, SMALL_JSON_KIB, weighs
@@ -293,11 +294,16 @@ class Run(Node):
             doc=doc,
         )
 
-    @strawberry.field
+    @strawberry.field(description="Files of the run: the older dialect's artifacts, or the format's evidence (rawSamples, logs).")
     def artifacts(self) -> list[Artifact]:
+        spec = self.doc["spec"]
         return [
             Artifact(name=a["name"], media_type=a.get("mediaType"), uri=a.get("uri"), digest=a.get("digest"))
-            for a in self.doc["spec"].get("artifacts", [])
+            for a in spec.get("artifacts", [])
+        ] + [
+            Artifact(name=name, media_type="application/json" if name == "rawSamples" else "text/plain", uri=e["uri"], digest=e["digest"])
+            for name, e in (spec.get("evidence") or {}).items()
+            if name in ("rawSamples", "logs")
         ]
 
     @strawberry.field(description="The canonical manifest.", directives=weighs(MANIFEST_KIB))
@@ -315,13 +321,19 @@ class Run(Node):
 
     @strawberry.field(description="Suite-level aggregates (controlled runs).", directives=weighs(SMALL_JSON_KIB))
     def aggregates(self) -> JSON:
-        return self.doc["spec"].get("aggregates", {})
+        spec = self.doc["spec"]
+        return aggregates_of(spec) if is_controlled(spec) else spec.get("aggregates", {})
 
     @strawberry.field(
-        description="Per-case results: raw samples (controlled runs) or per-case statistics (GPU MODE); empty when unpublished."
+        description="Per-case results: statistics, checks and raw samples of controlled runs (in the v1alpha1 format, "
+        "read from sourceNative.metrics), or per-case statistics (GPU MODE); empty when unpublished."
     )
-    def cases(self) -> list[CaseResult]:
-        return [_case(c) for c in self.doc["spec"].get("cases", [])]
+    async def cases(self, info: Info) -> list[CaseResult]:
+        spec = self.doc["spec"]
+        if is_controlled(spec):
+            workload = await info.context.loaders.workloads.load(spec["workloadDigest"])
+            return [_case(c) for c in cases_of(spec, workload["spec"] if workload else None)]
+        return [_case(c) for c in spec.get("cases", [])]
 
     @strawberry.field
     def identity(self) -> RunIdentity:

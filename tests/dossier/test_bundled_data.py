@@ -1,10 +1,11 @@
 """What `serve` shows from the bundled data: the B200 leaderboard group and our H200 group under
-one operation, and the controlled reruns executed on the lent H200 as KernelIndex Verified."""
+one operation; our controlled runs in the v1alpha1 format, the four runs of the signed reruns among
+them, with their per-case results."""
 
 from tests.fixtures import BUNDLED_CATALOG_OBJECTS
 
 
-async def test_both_groups_under_one_operation_and_the_verified_h200_run(bundled_api):
+async def test_both_groups_under_one_operation_and_the_controlled_h200_runs(bundled_api):
     data = await bundled_api.data("""{
       ours: definition(name: "kernelindex-051-qkv-qknorm-backward") {
         relatedDefinitions { name }
@@ -13,10 +14,7 @@ async def test_both_groups_under_one_operation_and_the_verified_h200_run(bundled
           leader { implementation { name } primaryMeasurement { valueNs } }
         }
       }
-      verified: runs(filter: {evidenceLevel: KERNELINDEX_VERIFIED}) { edges { node {
-        status environment { gpu { product } } implementation { name code { digest } }
-        group { title } aggregates cases { index status samplesNs }
-      } } }
+      verified: runs(filter: {evidenceLevel: KERNELINDEX_VERIFIED}) { edges { node { name } } }
     }""")
     ours = data["ours"]
     assert [d["name"] for d in ours["relatedDefinitions"]] == [
@@ -24,35 +22,41 @@ async def test_both_groups_under_one_operation_and_the_verified_h200_run(bundled
     ]  # the format's name of SOL's 051
     titles = {g["title"]: g for g in ours["comparisonGroups"]}
     assert set(titles) == {"kernelindex-controlled v1 · H200", "SOL-ExecBench v1.1 · B200"}
-    assert titles["kernelindex-controlled v1 · H200"]["rankRule"] == {"metric": "median", "order": "asc"}
+    # Ranked by the run's primary measurement: the geomean over cases of the per-case medians.
+    assert titles["kernelindex-controlled v1 · H200"]["rankRule"] == {"metric": "geomean", "order": "asc"}
     assert titles["SOL-ExecBench v1.1 · B200"]["rankRule"] == {"metric": "sol_score", "order": "desc"}
-    # The five H200 sessions' side-by-side runs (6 + 4 + 4 + 4 + 5) and the four verified reruns;
-    # the fastest is #1: ext-hybrid, the fifth session's (28.65 µs side by side, 28.77 verified).
+    # The five H200 sessions' side-by-side runs (6 + 4 + 4 + 4 + 5) and the four runs of the signed
+    # reruns; the fastest is #1: ext-hybrid, the fifth session's (28.65 µs side by side, 28.77 rerun).
     h200 = titles["kernelindex-controlled v1 · H200"]
     assert h200["size"] == 27
     assert h200["leader"]["implementation"]["name"] == "kernelindex-051-ext-hybrid"
-    assert 28_000 < h200["leader"]["primaryMeasurement"]["valueNs"] < 29_000
+    assert h200["leader"]["primaryMeasurement"]["valueNs"] == 28_650
+    # The signed reruns' signatures cover digests of the older dialect: none is shown as Verified.
+    assert data["verified"]["edges"] == []
 
-    # Four controlled reruns through the offline runner, one per implementation, all Verified (the
-    # fourth signed by a second approved runner key: data/runners/kernelindex-lent-h200-2.pem).
-    runs = {e["node"]["implementation"]["name"]: e["node"] for e in data["verified"]["edges"]}
-    assert set(runs) == {
-        "kernelindex-051-ext",
-        "kernelindex-051-ext-cluster",
-        "kernelindex-051-ext-streamnorm",
-        "kernelindex-051-ext-hybrid",
-    }
-    for run in runs.values():
+    reruns = await bundled_api.data("""{ runs(first: 30, filter: {evidenceLevel: REPRODUCIBLE}) { edges { node {
+        name status environment { gpu { product } } implementation { name }
+        group { title } aggregates cases { index status samplesNs } artifacts { name uri digest }
+    } } } }""")
+    runs = [e["node"] for e in reruns["runs"]["edges"]]
+    assert len(runs) == 27
+    for run in runs:
         assert run["status"] == "passed" and run["environment"]["gpu"]["product"] == "NVIDIA H200"
         assert run["group"]["title"] == "kernelindex-controlled v1 · H200"
         assert run["aggregates"]["casesPassed"] == 16 and len(run["cases"]) == 16
         assert all(len(c["samplesNs"]) == 50 for c in run["cases"])
-    geomean = {name: run["aggregates"]["geomeanLatencyNs"] for name, run in runs.items()}
+        assert {a["name"] for a in run["artifacts"]} >= {"rawSamples", "logs"}
+    # The four runs of the signed reruns name their envelope and runner log as evidence.
+    signed = {
+        r["implementation"]["name"]: r["aggregates"]["geomeanLatencyNs"]
+        for r in runs
+        if any(a["uri"].endswith(".runner.log") for a in r["artifacts"])
+    }
     assert (
-        geomean["kernelindex-051-ext-hybrid"]
-        < geomean["kernelindex-051-ext-streamnorm"]
-        < geomean["kernelindex-051-ext-cluster"]
-        < geomean["kernelindex-051-ext"]
+        signed["kernelindex-051-ext-hybrid"]
+        < signed["kernelindex-051-ext-streamnorm"]
+        < signed["kernelindex-051-ext-cluster"]
+        < signed["kernelindex-051-ext"]
     )
 
 

@@ -7,8 +7,8 @@ import json
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from registry.digest import manifest_digest
 from registry.dsse import public_pem
+from registry.format import format_digest
 from server.bootstrap import BootstrapError, bootstrap
 from server.settings import Settings
 from tests.jobs import support
@@ -16,8 +16,8 @@ from tests.jobs import support
 
 def _data_dir(tmp_path, signer, runner_key):
     objects = {
-        "definition": (defn := support.factories.definition("controlled-op")),
-        "workload": support.factories.workload(defn),
+        "definition": (defn := support.definition("controlled-op")),
+        "workload": support.workload(defn),
         "protocol": support.controlled_protocol(),
         "implementation": support.controlled_implementation(defn),
     }
@@ -29,9 +29,9 @@ def _data_dir(tmp_path, signer, runner_key):
         "_id": "job1",
         "gpu": support.GPU,
         "expected": {
-            "protocolDigest": manifest_digest(objects["protocol"]),
-            "workloadDigest": manifest_digest(objects["workload"]),
-            "implementationDigest": manifest_digest(objects["implementation"]),
+            "protocolDigest": format_digest(objects["protocol"]),
+            "workloadDigest": format_digest(objects["workload"]),
+            "implementationDigest": format_digest(objects["implementation"]),
         },
     }
     (tmp_path / "verified").mkdir()
@@ -64,7 +64,7 @@ async def test_tampered_result_file_stops_the_start(db, mongo_uri, tmp_path):
     path = _data_dir(tmp_path, signer, signer)
     record = json.loads(path.read_text())
     statement = json.loads(base64.b64decode(record["envelope"]["payload"]))
-    statement["predicate"]["manifests"][0]["spec"]["timing"]["latencyNs"]["median"] = 7
+    statement["predicate"]["manifests"][0]["spec"]["measurements"][0]["value"] = 7
     record["envelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
     path.write_text(json.dumps(record))
     with pytest.raises(BootstrapError, match="SIGNATURE_INVALID"):

@@ -6,13 +6,12 @@ import json
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from registry.digest import manifest_digest
+from loaders.common.format_set import FormatSet
+from loaders.pipeline import publish_format_set
 from registry.dsse import BENCHMARK_RUN_PREDICATE, keyid, public_pem, sign_envelope, statement_bytes
-from registry.manifests import Manifest, make_manifest
+from registry.format import FormatManifest, format_digest, make_format_manifest
 from resolvers import ids
 from store.keys import Scope, create_key
-from store.manifest_set import publish_set
-from tests import factories
 
 GPU = "NVIDIA H200"
 
@@ -29,72 +28,107 @@ def bearer(secret: str) -> dict:
     return {"Authorization": f"Bearer {secret}"}
 
 
-def controlled_protocol() -> Manifest:
-    return make_manifest(
+def _format(kind: str, name: str, spec: dict, **metadata) -> FormatManifest:
+    return make_format_manifest(kind, {"name": name, **metadata}, spec)
+
+
+def definition(name: str = "controlled-op") -> FormatManifest:
+    return _format(
+        "OperationSpec",
+        name,
+        {
+            "family": "synthetic",
+            "axes": {"n": {"role": "variable", "type": "integer"}},
+            "inputs": [{"name": "x", "tensor": {"shape": ["n"], "dtype": "fp32"}}],
+            "outputs": [{"name": "y", "tensor": {"shape": ["n"], "dtype": "fp32"}}],
+            "semantics": {"expression": "y = x + 1", "mutation": "none", "determinism": "deterministic"},
+        },
+        title=f"Synthetic {name}",
+    )
+
+
+def workload(defn: FormatManifest, cases: int = 3) -> FormatManifest:
+    return _format(
+        "WorkloadSuite",
+        f"{defn.metadata.name}-suite",
+        {
+            "operationSpecDigest": format_digest(defn),
+            "cases": [{"externalId": str(i), "axes": {"n": 1024 * (i + 1)}} for i in range(cases)],
+            "correctness": {"comparator": "synthetic_allclose", "description": "allclose per case"},
+            "aggregation": {"metric": "latency", "statistic": "geomean"},
+        },
+    )
+
+
+def controlled_protocol() -> FormatManifest:
+    return _format(
         "BenchmarkProtocol",
         "synthetic-controlled-v1",
         {
             "harness": {"name": "kernelindex-controlled", "version": "v1"},
-            "correctness": {"reference": "definition reference", "comparator": "allclose", "rounds": 5},
-            "measurement": {"timer": "cuda_graph_replay_events", "primaryStatistic": "median", "samples": 50},
-            "comparability": {"family": "kernelindex_controlled", "version": "v1"},
+            "correctness": {"reference": "definition reference", "comparator": "allclose"},
+            "measurement": {"timer": "cuda_graph_replay_events", "primaryStatistic": "geomean", "samples": 50},
+            "comparability": {"family": "kernelindex_controlled"},
         },
-        labels={"device": "cuda"},
+        labels={"device": "cuda", "rounds": "5", "case_statistic": "median"},
     )
 
 
-def controlled_implementation(defn: Manifest, name: str = "ext") -> Manifest:
-    return make_manifest(
+def controlled_implementation(defn: FormatManifest, name: str = "ext", architectures: tuple[str, ...] = ("sm_90",)) -> FormatManifest:
+    return _format(
         "ImplementationRevision",
-        f"kernelindex-{name}",
+        name,
         {
-            "name": name,
-            "project": "kernelindex",
-            "revision": "v1",
-            "definitionDigest": manifest_digest(defn),
-            "code": {"repository": "kernelindex", "path": "kernels/", "entryPoint": name, "digest": "sha256:" + "c" * 64},
+            "projectRevision": {"version": "v1", "commit": "c" * 40},
+            "operation": {"specDigest": format_digest(defn)},
+            "callable": {"language": "cuda", "path": "kernels/", "symbol": name},
+            "support": {"hardwareArchitectures": list(architectures), "dtypes": ["fp32"]},
+            "source": {"contentDigest": "sha256:" + "c" * 64},
+            "licensing": {},
         },
+        labels={"project": "kernelindex"},
     )
 
 
-async def registry_with_controlled_definition(db) -> dict[str, Manifest]:
-    defn = factories.definition("controlled-op")
+async def registry_with_controlled_definition(db) -> dict[str, FormatManifest]:
+    defn = definition("controlled-op")
     objects = {
         "definition": defn,
-        "workload": factories.workload(defn),
+        "workload": workload(defn),
         "protocol": controlled_protocol(),
         "implementation": controlled_implementation(defn),
     }
-    await publish_set(db, list(objects.values()))
+    await publish_format_set(db, FormatSet(loose=list(objects.values())))
     return objects
 
 
-def environment(gpu: str = GPU, host: str = "h200-a") -> Manifest:
-    return make_manifest(
+def environment(gpu: str = GPU, host: str = "h200-a") -> FormatManifest:
+    return _format(
         "ExecutionEnvironment",
         f"runner-{host}",
         {
             "hardware": {"vendor": "nvidia", "product": gpu, "architecture": "sm_90"},
-            "software": {"driver": "580", "libraries": {"torch": "2.11"}},
+            "software": {"driver": "580", "framework": {"name": "torch", "version": "2.11"}},
         },
     )
 
 
 def result_manifests(
-    job_doc: dict, *, median_ns: int = 20_000, status: str = "passed", env: Manifest | None = None
-) -> tuple[Manifest, Manifest]:
+    job_doc: dict, *, median_ns: int = 20_000, status: str = "passed", env: FormatManifest | None = None
+) -> tuple[FormatManifest, FormatManifest]:
     env = env or environment(job_doc["gpu"])
     expected = job_doc["expected"]
-    run = make_manifest(
+    run = _format(
         "BenchmarkRun",
         f"controlled-{job_doc['_id']}",
         {
             "status": status,
-            "timing": {"primaryStatistic": "median", "latencyNs": {"median": median_ns}},
+            "measurements": [{"metric": "latency", "statistic": "geomean", "unit": "ns", "value": median_ns}],
+            "sourceNative": {"source": "kernelindex", "externalId": f"controlled-{job_doc['_id']}", "metrics": {}},
             "observedAt": "2026-11-30T10:00:00.000Z",
             "protocolDigest": expected["protocolDigest"],
             "workloadDigest": expected["workloadDigest"],
-            "environmentDigest": manifest_digest(env),
+            "environmentDigest": format_digest(env),
             "implementationDigest": expected["implementationDigest"],
         },
         title="ext · controlled-op · H200",
@@ -106,7 +140,7 @@ def signed_result(job_doc: dict, signer: Ed25519PrivateKey, **kw) -> str:
     run, env = result_manifests(job_doc, **kw)
     payload = statement_bytes(
         run.metadata.name,
-        manifest_digest(run),
+        format_digest(run),
         BENCHMARK_RUN_PREDICATE,
         {"job": job_doc["_id"], "manifests": [run.to_json(), env.to_json()]},
     )
@@ -123,7 +157,7 @@ COMPLETE = """mutation($job: ID!, $envelope: String!) { benchmarkJobComplete(inp
 
 async def request(api, secret: str, objects: dict, idem: str = "k1", **overrides) -> dict:
     payload = {
-        "definition": ids.encode("Definition", manifest_digest(objects["definition"])),
+        "definition": ids.encode("Definition", format_digest(objects["definition"])),
         "implementation": "ext",
         "gpu": GPU,
         "idempotencyKey": idem,
@@ -138,3 +172,25 @@ async def claim(api, secret: str, gpu: str = GPU, lease: int = 600) -> dict:
 
 async def complete(api, secret: str, job_id: str, envelope: str) -> dict:
     return (await api.data(COMPLETE, {"job": job_id, "envelope": envelope}, bearer(secret)))["benchmarkJobComplete"]
+
+
+def harness_objects(shapes: list[tuple[int, int]] | None = None, *, small: bool = True, samples: int = 5) -> dict[str, FormatManifest]:
+    """051's operation, a suite (these shapes, else the small CPU shapes; `small` names it so), the
+    CPU protocol and the reference implementation, as the harness writes them (v1alpha1)."""
+    from kernels.harness import format_manifests
+    from kernels.harness.protocol import Settings as HarnessSettings
+    from kernels.implementations import get
+    from kernels.operations import get_operation
+
+    op = get_operation("051")
+    chosen = shapes if shapes is not None else list(op.small_case_shapes)
+    return {
+        "definition": format_manifests.operation(op),
+        "workload": format_manifests.suite(op, chosen, small),
+        "protocol": format_manifests.protocol(HarnessSettings(device="cpu", rounds=5, warmups=1, samples=samples)),
+        "implementation": format_manifests.implementation(op, get("reference")),
+    }
+
+
+async def publish_objects(db, *manifests: FormatManifest) -> None:
+    await publish_format_set(db, FormatSet(loose=list(manifests)))

@@ -3,10 +3,8 @@ GraphQL shows what each implementation supports; the runner refuses such a job b
 
 import json
 
-from registry.digest import manifest_digest
-from registry.manifests import make_manifest
+from registry.format import format_digest
 from store.keys import Scope
-from store.manifest_set import publish_set
 from tests.command import kernelindex
 from tests.jobs import support
 
@@ -14,24 +12,9 @@ NODES = """query($ids: [ID!]!) { nodes(ids: $ids) { ... on Implementation { name
 
 
 def _cuda(defn, name: str, architectures: list[str] | None) -> object:
-    return make_manifest(
-        "ImplementationRevision",
-        f"kernelindex-{name}",
-        {
-            "name": name,
-            "project": "kernelindex",
-            "revision": "v1",
-            "definitionDigest": manifest_digest(defn),
-            **({"architectures": architectures} if architectures else {}),
-            "code": {
-                "repository": "kernelindex",
-                "path": "kernels/",
-                "entryPoint": name,
-                "digest": "sha256:" + "d" * 64,
-                "language": "cuda",
-            },
-        },
-    )
+    # No architectures given: what the re-expression writes for CUDA code published before they
+    # were declared (registry/architectures.py's legacy rule: sm_90a).
+    return support.controlled_implementation(defn, name, tuple(architectures or ("sm_90",)))
 
 
 def _portable(defn) -> object:
@@ -41,7 +24,7 @@ def _portable(defn) -> object:
 async def test_unsupported_gpu_is_refused_naming_what_is_supported(api, db):
     objects = await support.registry_with_controlled_definition(db)
     # CUDA code published before architectures were declared: sm_90a, as all of it was then
-    await publish_set(db, [_cuda(objects["definition"], "legacy", None)])
+    await support.publish_objects(db, _cuda(objects["definition"], "legacy", None))
     maintainer = await support.key(db, Scope.maintainer)
     refused = await support.request(api, maintainer, objects, implementation="legacy", gpu="NVIDIA B200")
     assert refused["job"] is None
@@ -61,7 +44,7 @@ async def test_unsupported_gpu_is_refused_naming_what_is_supported(api, db):
 
 async def test_b200_job_for_a_portable_implementation_is_accepted(api, db):
     objects = await support.registry_with_controlled_definition(db)
-    await publish_set(db, [_portable(objects["definition"])])
+    await support.publish_objects(db, _portable(objects["definition"]))
     maintainer = await support.key(db, Scope.maintainer)
     accepted = await support.request(api, maintainer, objects, implementation="portable", gpu="NVIDIA B200")
     assert accepted["userErrors"] == [] and accepted["job"]["state"] == "queued"
@@ -72,10 +55,10 @@ async def test_b200_job_for_a_portable_implementation_is_accepted(api, db):
     from resolvers import ids
 
     revisions = [_cuda(objects["definition"], "legacy", None), _portable(objects["definition"])]
-    await publish_set(db, revisions[:1])
-    listed = await api.data(NODES, {"ids": [ids.encode("Implementation", manifest_digest(m)) for m in revisions]})
+    await support.publish_objects(db, *revisions[:1])
+    listed = await api.data(NODES, {"ids": [ids.encode("Implementation", format_digest(m)) for m in revisions]})
     by_name = {i["name"]: i["architectures"] for i in listed["nodes"]}
-    assert by_name == {"legacy": ["sm_90"], "portable": ["sm_90", "sm_100", "sm_120"]}
+    assert by_name == {"legacy": ["sm_90"], "portable": ["sm_100", "sm_120", "sm_90"]}  # the format sorts a set-like list
 
 
 def test_runner_refuses_a_job_for_a_gpu_its_code_does_not_support(tmp_path):
@@ -83,22 +66,24 @@ def test_runner_refuses_a_job_for_a_gpu_its_code_does_not_support(tmp_path):
     runs anything: ext-streamnorm is sm_90a code, the job asks for a B200."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from kernels.harness.protocol import Settings, protocol_manifest
-    from kernels.harness.report import definition_manifest, workload_manifest
+    from kernels.harness import format_manifests
+    from kernels.harness.protocol import Settings
     from kernels.implementations import get
     from kernels.operations import get_operation
     from registry.dsse import private_pem
 
     op = get_operation("051")
-    ddig = manifest_digest(definition_manifest(op))
     document = {
         "id": "j1",
         "jobId": "j1",
         "gpu": "NVIDIA B200",
-        "definition": {"digest": ddig, "name": op.name if hasattr(op, "name") else "051"},
-        "implementation": {"name": "kernelindex-051-ext-streamnorm", "digest": manifest_digest(get("ext-streamnorm").manifest(ddig))},
-        "workload": workload_manifest(op, list(op.small_case_shapes), ddig, True).to_json(),
-        "protocol": protocol_manifest(Settings(device="cuda", rounds=5, warmups=10, samples=50)).to_json(),
+        "definition": {"digest": format_digest(format_manifests.operation(op)), "name": "051"},
+        "implementation": {
+            "name": "kernelindex-051-ext-streamnorm",
+            "digest": format_digest(format_manifests.implementation(op, get("ext-streamnorm"))),
+        },
+        "workload": format_manifests.suite(op, list(op.small_case_shapes), True).to_json(),
+        "protocol": format_manifests.protocol(Settings(device="cuda", rounds=5, warmups=10, samples=50)).to_json(),
     }
     (tmp_path / "job.json").write_text(json.dumps(document))
     (tmp_path / "key.pem").write_bytes(private_pem(Ed25519PrivateKey.generate()))

@@ -10,8 +10,8 @@ from asgi_lifespan import LifespanManager
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pymongo.errors import OperationFailure
 
-from registry.digest import manifest_digest
 from registry.dsse import BENCHMARK_RUN_PREDICATE, sign_envelope, statement_bytes
+from registry.format import format_digest
 from resolvers import ids
 from server.app import create_app
 from server.settings import Settings
@@ -74,8 +74,8 @@ async def test_claim_complete_publishes_a_verified_run(api, db):
     assert claimed["job"]["id"] == job["id"] and claimed["job"]["state"] == "claimed"
     document = claimed["job"]["runnerDocument"]
     assert document["implementation"]["name"] == "ext" and document["workload"]["kind"] == "WorkloadSuite"
-    # The code the runner must hold; no commit is known for this one (no pin, none in its manifest).
-    assert document["implementation"]["code"] == {"digest": "sha256:" + "c" * 64, "commit": None}
+    # The code the runner must hold, and the commit that holds it (projectRevision.commit).
+    assert document["implementation"]["code"] == {"digest": "sha256:" + "c" * 64, "commit": "c" * 40}
     doc = await db.jobs.find_one({"_id": ids.decode_as(job["id"], "BenchmarkJob")})
     done = await complete(api, runner, job["id"], support.signed_result(doc, signer))
     assert done["userErrors"] == []
@@ -125,7 +125,7 @@ async def test_bad_results_are_refused_and_nothing_is_published(api, db):
     import base64
 
     statement = json.loads(base64.b64decode(good["payload"]))
-    statement["predicate"]["manifests"][0]["spec"]["timing"]["latencyNs"]["median"] = 1
+    statement["predicate"]["manifests"][0]["spec"]["measurements"][0]["value"] = 1
     tampered = {**good, "payload": base64.b64encode(json.dumps(statement).encode()).decode()}
     await _refused(api, db, runner, job["id"], json.dumps(tampered), "SIGNATURE_INVALID")
     # Signed by someone else's key (an unknown key, then another runner's registered key).
@@ -148,22 +148,18 @@ async def test_bad_results_are_refused_and_nothing_is_published(api, db):
     await _refused(api, db, runner, job["id"], json.dumps(good), "ALREADY_COMPLETED")
 
 
-async def test_a_result_with_a_zero_axis_is_refused_naming_the_field(api, db):
+async def test_a_result_that_is_not_the_format_is_refused_naming_the_field(api, db):
     job, runner, signer, doc = await _claimed_job(api, db)
     run, env = support.result_manifests(doc)
-    # Properly signed, but its one case has an axis of size 0 (written as JSON: the models refuse it).
+    # Properly signed, but its correctness says more than all of the elements matched.
     run_json = run.to_json()
-    run_json["spec"]["cases"] = [{"index": 0, "axes": {"n": 0}, "status": "passed", "latencyNs": {"median": 20_000}}]
+    run_json["spec"]["correctness"] = {"comparator": "allclose", "matchedRatio": 1.5}
     payload = statement_bytes(
-        run.metadata.name, manifest_digest(run), BENCHMARK_RUN_PREDICATE, {"job": doc["_id"], "manifests": [run_json, env.to_json()]}
+        run.metadata.name, format_digest(run), BENCHMARK_RUN_PREDICATE, {"job": doc["_id"], "manifests": [run_json, env.to_json()]}
     )
     result = await complete(api, runner, job["id"], json.dumps(sign_envelope(payload, signer)))
     assert result["userErrors"] == [
-        {
-            "field": "envelope",
-            "code": "INVALID_MANIFEST",
-            "message": "predicate.manifests: spec.cases.0.axes.n: Input should be greater than 0",
-        }
+        {"field": "envelope", "code": "INVALID_MANIFEST", "message": "predicate.manifests: spec.correctness.matchedRatio: must be <= 1"}
     ]
     assert result["run"] is None and await db.runs.count_documents({}) == 0
 
@@ -277,7 +273,7 @@ async def test_a_claim_without_lease_seconds_is_held_for_an_hour(api, db):
 async def test_a_run_is_published_with_its_job_succeeding_or_not_at_all(db, mongo_uri):
     # A server whose connections name an application, so a failpoint fails this server's commands
     # only. Completing a job takes several find-and-modify commands (the event counter for the run
-    # and its group, the job, the job's event); each attempt fails the next one in turn. Every
+    # and its cohort, reserved at once; the job; the job's event); each attempt fails the next one in turn. Every
     # failed attempt must leave nothing behind, and the runner's retry then succeeds.
     flaky_uri = mongo_uri + ("&" if "?" in mongo_uri else "?") + "appName=kernelindex-flaky"
     app = create_app(flaky_uri, Settings(database=db.name, mongodb_uri=flaky_uri))
@@ -303,7 +299,7 @@ async def test_a_run_is_published_with_its_job_succeeding_or_not_at_all(db, mong
             assert answer["errors"][0]["message"] == "Unexpected error." and "Traceback" not in json.dumps(answer)
             assert await db.runs.count_documents({}) == 0, f"a run was published although completing failed (failed command {skip + 1})"
             assert (await db.jobs.find_one({"_id": doc["_id"]}))["state"] == "claimed"
-        assert skip == 4  # four commands failed in turn, then the fifth attempt ran clean
+        assert skip == 3  # three commands failed in turn (the event counter, the job, its event), then the fourth attempt ran clean
         done = answer["data"]["benchmarkJobComplete"]
         assert done["userErrors"] == [] and done["job"]["state"] == "succeeded"
         assert done["run"]["evidenceLevel"] == "KERNELINDEX_VERIFIED"

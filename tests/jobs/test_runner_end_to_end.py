@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from registry.digest import manifest_digest
 from registry.dsse import private_pem
+from registry.format import format_digest
 from resolvers import ids
 from store.keys import Scope
-from store.manifest_set import publish_set
 from tests.command import KERNELINDEX
 from tests.jobs import support
 
@@ -29,22 +28,9 @@ def live_server(live_site):
 
 async def _cpu_registry(db) -> tuple[dict, str]:
     from kernels.harness.environment import environment_spec
-    from kernels.harness.protocol import Settings as HarnessSettings
-    from kernels.harness.protocol import protocol_manifest
-    from kernels.harness.report import definition_manifest, workload_manifest
-    from kernels.implementations import get
-    from kernels.operations import get_operation
 
-    op = get_operation("051")
-    definition = definition_manifest(op)
-    ddig = manifest_digest(definition)
-    objects = {
-        "definition": definition,
-        "workload": workload_manifest(op, list(op.small_case_shapes), ddig, True),
-        "protocol": protocol_manifest(HarnessSettings(device="cpu", rounds=5, warmups=1, samples=3)),
-        "implementation": get("reference").manifest(ddig),
-    }
-    await publish_set(db, list(objects.values()))
+    objects = support.harness_objects(small=True, samples=3)
+    await support.publish_objects(db, *objects.values())
     return objects, environment_spec("cpu")["hardware"]["product"]
 
 
@@ -119,7 +105,7 @@ async def test_runner_refuses_an_implementation_it_does_not_know(db, tmp_path):
         "id": "x",
         "jobId": "x",
         "gpu": cpu,
-        "definition": {"digest": manifest_digest(objects["definition"]), "name": "x"},
+        "definition": {"digest": format_digest(objects["definition"]), "name": "x"},
         "implementation": {"name": "kernelindex-051-reference", "digest": "sha256:" + "9" * 64},
         "workload": objects["workload"].to_json(),
         "protocol": objects["protocol"].to_json(),
@@ -143,7 +129,7 @@ async def test_runner_refuses_another_revision_naming_the_commit_to_check_out(db
         "id": "x",
         "jobId": "x",
         "gpu": cpu,
-        "definition": {"digest": manifest_digest(objects["definition"]), "name": "x"},
+        "definition": {"digest": format_digest(objects["definition"]), "name": "x"},
         "implementation": {
             "name": "kernelindex-051-compile",
             "digest": "sha256:" + "8" * 64,

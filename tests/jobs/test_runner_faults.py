@@ -11,11 +11,9 @@ import time
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from registry.digest import manifest_digest
 from registry.dsse import private_pem
 from resolvers import ids
 from store.keys import Scope
-from store.manifest_set import publish_set
 from tests.command import KERNELINDEX, kernelindex
 from tests.jobs import support
 
@@ -25,25 +23,15 @@ pytestmark = pytest.mark.slow
 
 
 async def _registry(db, shapes: list[tuple[int, int]] | None = None) -> tuple[dict, str]:
-    """051's definition, a workload (all 16 cases, or these shapes), the CPU and CUDA protocols
-    and the reference implementation; and this host's CPU as jobs name it."""
+    """051's operation, a suite (all 16 cases, or these shapes), the CPU and CUDA protocols and
+    the reference implementation; and this host's CPU as jobs name it."""
+    from kernels.harness import format_manifests
     from kernels.harness.environment import environment_spec
     from kernels.harness.protocol import Settings as HarnessSettings
-    from kernels.harness.protocol import protocol_manifest
-    from kernels.harness.report import definition_manifest, workload_manifest
-    from kernels.implementations import get
     from kernels.operations import get_operation
 
-    op = get_operation("051")
-    definition = definition_manifest(op)
-    ddig = manifest_digest(definition)
-    objects = {
-        "definition": definition,
-        "workload": workload_manifest(op, shapes or list(op.case_shapes), ddig, not shapes),
-        "protocol": protocol_manifest(HarnessSettings(device="cpu", rounds=5, warmups=1, samples=5)),
-        "implementation": get("reference").manifest(ddig),
-    }
-    await publish_set(db, [*objects.values(), protocol_manifest(HarnessSettings(device="cuda"))])
+    objects = support.harness_objects(shapes or list(get_operation("051").case_shapes), small=not shapes)
+    await support.publish_objects(db, *objects.values(), format_manifests.protocol(HarnessSettings(device="cuda")))
     return objects, environment_spec("cpu")["hardware"]["product"]
 
 

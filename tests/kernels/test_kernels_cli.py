@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -9,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from registry.comparison import primary_measurement
+from registry.controlled_format import aggregates_of, cases_of
 from registry.digest import manifest_digest
-from registry.manifests import parse_manifest
+from registry.format import format_digest, parse_format_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,10 +27,10 @@ def test_cpu_bench_writes_parseable_manifests(tmp_path):
     assert rc == 0
     data = json.loads((out / "manifests.json").read_text())
     assert isinstance(data, list)
-    manifests = [parse_manifest(m) for m in data]
+    manifests = [parse_format_manifest(m) for m in data]  # the KernelIndex v1alpha1 format
     by_kind: dict[str, list] = {}
     for m in manifests:
-        by_kind.setdefault(m.kind, []).append(m)
+        by_kind.setdefault(m.kind, []).append(m.to_json())
     assert set(by_kind) == {
         "OperationSpec",
         "WorkloadSuite",
@@ -36,6 +39,7 @@ def test_cpu_bench_writes_parseable_manifests(tmp_path):
         "ImplementationRevision",
         "BenchmarkRun",
     }
+    digest = {m.metadata.name: format_digest(m) for m in manifests}
     (definition,) = by_kind["OperationSpec"]
     (workload,) = by_kind["WorkloadSuite"]
     (protocol,) = by_kind["BenchmarkProtocol"]
@@ -43,26 +47,29 @@ def test_cpu_bench_writes_parseable_manifests(tmp_path):
     (impl,) = by_kind["ImplementationRevision"]
     (run,) = by_kind["BenchmarkRun"]
 
-    assert definition.spec.relations[0].source == "sol-execbench"
-    assert workload.spec.definitionDigest == manifest_digest(definition)
-    assert impl.spec.definitionDigest == manifest_digest(definition)
-    assert impl.spec.code.digest.startswith("sha256:")
-    assert run.spec.protocolDigest == manifest_digest(protocol)
-    assert run.spec.workloadDigest == manifest_digest(workload)
-    assert run.spec.environmentDigest == manifest_digest(environment)
-    assert run.spec.implementationDigest == manifest_digest(impl)
-    assert protocol.spec.measurement.timer == "wall_clock_perf_counter"
-    assert protocol.spec.measurement.l2Flush is False
-    assert protocol.spec.harness.name == "kernelindex-controlled"
-    assert protocol.spec.correctness.rounds == 2
+    assert definition["metadata"]["labels"]["related_source"] == "sol-execbench"
+    assert workload["spec"]["operationSpecDigest"] == digest[definition["metadata"]["name"]]
+    assert impl["spec"]["operation"]["specDigest"] == digest[definition["metadata"]["name"]]
+    assert impl["spec"]["source"]["contentDigest"].startswith("sha256:")
+    spec = run["spec"]
+    assert spec["protocolDigest"] == digest[protocol["metadata"]["name"]]
+    assert spec["workloadDigest"] == digest[workload["metadata"]["name"]]
+    assert spec["environmentDigest"] == digest[environment["metadata"]["name"]]
+    assert spec["implementationDigest"] == digest[impl["metadata"]["name"]]
+    assert protocol["spec"]["measurement"]["timer"] == "wall_clock_perf_counter"
+    assert protocol["metadata"]["labels"]["l2_flush"] == "false"
+    assert protocol["spec"]["harness"]["name"] == "kernelindex-controlled"
+    assert protocol["metadata"]["labels"]["rounds"] == "2"
 
-    assert run.spec.status.value == "passed"
-    assert len(run.spec.cases) == len(workload.spec.cases)
-    for case in run.spec.cases:
-        assert case.status.value == "passed"
-        assert len(case.samplesNs) == 3
-        assert case.correctness.rounds == 2 and case.correctness.passed
-        assert set(case.correctness.outputs) == {
+    assert spec["status"] == "passed"
+    assert spec["sourceNative"]["source"] == "kernelindex" and "cases" not in spec
+    cases = cases_of(spec, workload["spec"])
+    assert len(cases) == len(workload["spec"]["cases"])
+    for case in cases:
+        assert case["status"] == "passed"
+        assert len(case["samplesNs"]) == 3
+        assert case["correctness"]["rounds"] == 2 and case["correctness"]["passed"]
+        assert set(case["correctness"]["outputs"]) == {
             "grad_hidden_states",
             "grad_q_weight",
             "grad_k_weight",
@@ -70,9 +77,13 @@ def test_cpu_bench_writes_parseable_manifests(tmp_path):
             "grad_q_norm_weight",
             "grad_k_norm_weight",
         }
-        assert case.axes["batch_size"] * case.axes["seq_len"] <= 64
-    assert run.spec.aggregates["caseCount"] == len(run.spec.cases)
-    assert run.spec.timing.latencyNs["median"] == run.spec.aggregates["geomeanLatencyNs"]
+        assert case["axes"]["batch_size"] * case["axes"]["seq_len"] <= 64
+    aggregates = aggregates_of(spec)
+    assert aggregates["caseCount"] == len(cases)
+    assert primary_measurement(spec).key == "latency:geomean:ns"
+    assert primary_measurement(spec).value == aggregates["geomeanLatencyNs"]
+    raw_file = out / "raw.json"
+    assert spec["evidence"]["rawSamples"] == {"uri": "raw.json", "digest": "sha256:" + hashlib.sha256(raw_file.read_bytes()).hexdigest()}
     raw = json.loads((out / "raw.json").read_text())
     assert raw["implementations"]["reference"]["cases"][0]["rounds"]
     assert (out / "summary.md").exists()

@@ -1,0 +1,103 @@
+"""Our controlled runs in the v1alpha1 format on a real database: a database that holds them as the
+older dialect published them (tests/fixtures/controlled-older-dialect/) gets the format's runs on
+the next start, which supersede them; the dossier shows the same per-case results and aggregates as
+the older manifests; their cohorts are `cohort_of`'s; a second start writes nothing."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+from pathlib import Path
+
+from registry.comparison import cohort_of
+from registry.controlled_format import old_digest
+from registry.manifests import parse_manifest
+from server.bootstrap import bootstrap
+from server.settings import Settings
+from store.manifest_set import publish_set
+
+ROOT = Path(__file__).resolve().parents[2]
+OLDER = ROOT / "tests" / "fixtures" / "controlled-older-dialect"
+
+RUNS = """query($after: String) { runs(first: 10, after: $after) { pageInfo { hasNextPage endCursor } edges { node {
+  name digest current evidenceLevel labels { key value } group { id }
+  aggregates cases { index status latency { statistic valueNs } solScore sampleCount samplesNs }
+} } } }"""
+
+
+def _data_dir(tmp_path: Path) -> Path:
+    """The bundled data our runs need (controlled runs, signed results, runner keys, code pins),
+    without the catalog and the snapshots, which are not what this test is about."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("controlled", "verified", "runners"):
+        shutil.copytree(ROOT / "data" / name, data / name)
+    shutil.copy(ROOT / "data" / "code-pins.json", data / "code-pins.json")
+    return data
+
+
+def _older_runs() -> dict[str, dict]:
+    runs = {}
+    for path in sorted(OLDER.glob("*/manifests.json")):
+        runs |= {old_digest(m): m for m in json.loads(path.read_text()) if m["kind"] == "BenchmarkRun"}
+    for path in sorted((ROOT / "data" / "verified").glob("*.json")):
+        statement = json.loads(base64.b64decode(json.loads(path.read_text())["envelope"]["payload"]))
+        runs |= {old_digest(m): m for m in statement["predicate"]["manifests"] if m["kind"] == "BenchmarkRun"}
+    return runs
+
+
+async def _served_runs(api) -> list[dict]:
+    out, after = [], None
+    while True:
+        page = (await api.data(RUNS, {"after": after}))["runs"]
+        out += [e["node"] for e in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            return out
+        after = page["pageInfo"]["endCursor"]
+
+
+async def test_older_dialect_runs_are_superseded_with_the_same_measurements(api, db, mongo_uri, tmp_path):
+    # A database as the older dialect left it: our 23 side-by-side runs, published by the older path.
+    older_manifests = []
+    for path in sorted(OLDER.glob("*/manifests.json")):
+        older_manifests += [parse_manifest(m) for m in json.loads(path.read_text())]
+    report = await publish_set(db, older_manifests)
+    assert len(report.runs) == 23
+    older_digests = {o.run_digest for o in report.runs}
+
+    data = _data_dir(tmp_path)
+    settings = Settings(database=db.name)
+    await bootstrap(mongo_uri, settings, data)
+    # Each older run is kept, superseded by the format's run of the same name.
+    for digest in older_digests:
+        doc = await db.runs.find_one({"_id": digest})
+        assert doc["current"] is False and doc["supersededBy"], doc["metadata"]["name"]
+        successor = await db.runs.find_one({"_id": doc["supersededBy"]})
+        assert successor["metadata"]["name"] == doc["metadata"]["name"] and successor["current"] is True
+        assert successor["metadata"]["labels"]["reexpressed_from"] == digest
+
+    older = _older_runs()
+    served = [r for r in await _served_runs(api) if r["current"]]
+    assert len(served) == 27
+    workloads = {doc["_id"]: doc async for doc in db.workloads.find({})}
+    for run in served:
+        labels = {label["key"]: label["value"] for label in run["labels"]}
+        before = older[labels["reexpressed_from"]]["spec"]
+        assert run["evidenceLevel"] == "REPRODUCIBLE"
+        assert run["aggregates"] == before["aggregates"]
+        for case, old in zip(run["cases"], before["cases"], strict=True):
+            latency = {m["statistic"]: m["valueNs"] for m in case["latency"]}
+            assert case["index"] == old["index"] and case["status"] == old["status"]
+            assert {k: v for k, v in latency.items() if k != "std"} == old["latencyNs"]
+            assert case["solScore"] == old["solScore"] and case["samplesNs"] == old["samplesNs"] and case["sampleCount"] == 50
+        # In the cohort the seed system's keys give it.
+        doc = await db.runs.find_one({"_id": run["digest"]})
+        cohort = cohort_of(run_spec=doc["spec"], workload_spec=workloads[doc["spec"]["workloadDigest"]]["spec"])
+        assert doc["groupKey"] == cohort.comparisonKey
+    assert len({doc["groupKey"] for doc in [await db.runs.find_one({"_id": r["digest"]}) for r in served]}) == 1
+
+    # A second start finds everything present and writes nothing.
+    counts = {name: await db[name].count_documents({}) for name in ("runs", "events", "workloads", "implementations", "records")}
+    await bootstrap(mongo_uri, settings, data)
+    assert {name: await db[name].count_documents({}) for name in counts} == counts
