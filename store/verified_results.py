@@ -28,7 +28,7 @@ from registry.dsse import (
     verify_envelope,
 )
 from registry.format import FormatError, FormatManifest, format_digest, parse_format_manifest
-from store import jobs
+from store import jobs, leaderboards
 from store.keys import ApiKey
 
 # run.spec field → (collection, role) of the objects a verified run names besides its environment
@@ -219,7 +219,11 @@ async def refresh_replication(db: AsyncDatabase, run_spec: dict[str, Any], gpu: 
         "status": "passed",
     }
     runners: set[str] = set()
-    async for doc in db.runs.find(query, {"verifiedBy": 1}, session=session):
+    cohorts: set[str] = set()
+    async for doc in db.runs.find(query, {"verifiedBy": 1, "groupKey": 1, "current": 1}, session=session):
         runners.update(doc.get("verifiedBy", []))
+        if doc.get("verifiedBy") and doc.get("current"):
+            cohorts.add(doc["groupKey"])
     level = "Independently Replicated" if len(runners) >= 2 else "KernelIndex Verified"
     await db.runs.update_many({**query, "verifiedBy": {"$ne": []}}, {"$set": {"evidenceLevel": level}}, session=session)
+    await leaderboards.rebuild(db, cohorts, session)  # their rows show the evidence level
