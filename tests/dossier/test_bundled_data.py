@@ -34,11 +34,22 @@ async def test_both_groups_under_one_operation_and_the_controlled_h200_runs(bund
     # The signed reruns' signatures cover digests of the older dialect: none is shown as Verified.
     assert data["verified"]["edges"] == []
 
-    reruns = await bundled_api.data("""{ runs(first: 30, filter: {evidenceLevel: REPRODUCIBLE}) { edges { node {
-        name status environment { gpu { product } } implementation { name }
-        group { title } aggregates cases { index status samplesNs } artifacts { name uri digest }
-    } } } }""")
-    runs = [e["node"] for e in reruns["runs"]["edges"]]
+    runs, after = [], None
+    while True:  # pages of 10 (each run's 16 cases with their samples weigh on the cost limit)
+        page = (
+            await bundled_api.data(
+                """query($after: String) { runs(first: 10, after: $after, filter: {evidenceLevel: REPRODUCIBLE}) {
+                  pageInfo { hasNextPage endCursor } edges { node {
+                    name status environment { gpu { product } } implementation { name }
+                    group { title } aggregates cases { index status samplesNs } artifacts { name uri digest }
+                } } } }""",
+                {"after": after},
+            )
+        )["runs"]
+        runs += [e["node"] for e in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
     assert len(runs) == 27
     for run in runs:
         assert run["status"] == "passed" and run["environment"]["gpu"]["product"] == "NVIDIA H200"
