@@ -8,8 +8,9 @@ The store starts with the bundled KernelIndex catalog export imported (7,857 rea
 cohorts, `import kernelindex-catalog`); the runs beyond it are SYNTHETIC: copies of the export's own
 run documents (its shapes: manifest, measurements, catalog row fields) under made-up digests and
 external ids (source `synthetic-scale`), in made-up cohorts whose sizes are drawn from the export's
-(median 1 run, largest 260), each cohort a copy of its template run's cohort (same operation,
-workload, protocol and environment, so every page and the dossier resolve). They are loaded
+(median 1 run, largest 260), four cohorts to a made-up operation (a renamed copy of a real one,
+as the export has ~4 cohorts per operation), each cohort a copy of its template run's cohort
+(same workload, protocol and environment, so every page and the dossier resolve). They are loaded
 through the catalog's fast write path (`store.catalog.write_plan`: objects, then per batch of
 cohorts one transaction with the runs, ranks, each cohort's size and #1, events), PLAN_RUNS runs
 per plan, into one embedded SecantusDB on a temporary directory with journaled writes
@@ -80,23 +81,46 @@ def fake_digest(text: str) -> str:
 
 class Synthetic:
     """SYNTHETIC runs in the catalog's shapes: copies of its run documents, in made-up cohorts of
-    its cohort sizes, each cohort a copy of its template run's cohort."""
+    its cohort sizes, COHORTS_PER_OPERATION cohorts to a made-up operation (a copy of a real one,
+    renamed), each cohort a copy of its template run's cohort."""
 
-    def __init__(self, runs: list[dict], groups: dict[str, dict], seed: int = 1):
+    def __init__(self, runs: list[dict], groups: dict[str, dict], definitions: dict[str, dict], seed: int = 1):
         self.templates = runs
+        self.by_definition: dict[str, list[dict]] = {}
+        for doc in runs:
+            self.by_definition.setdefault(doc["definitionDigest"], []).append(doc)
         self.groups = groups
+        self.definitions = definitions
         self.sizes = list(_cohort_sizes(runs))
         self.rng = random.Random(seed)
         self.cohorts = 0
+        self.operations = 0
         self.runs = 0
+        self.operation: tuple[str, str] | None = None  # (synthetic digest, the real one it copies)
+
+    def _next_operation(self, plan: WritePlan) -> None:
+        real = self.rng.choice(self.templates)["definitionDigest"]
+        digest = fake_digest(f"{SOURCE} operation {self.operations}")
+        doc = copy.deepcopy(self.definitions[real])
+        doc.pop("provenance", None)
+        doc["_id"] = digest
+        doc["metadata"] = {**doc["metadata"], "name": f"{SOURCE}-{self.operations:07d}", "title": f"Synthetic operation {self.operations}"}
+        doc["aliases"] = []
+        plan.objects.setdefault("definitions", []).append(doc)
+        self.operation = (digest, real)
+        self.operations += 1
 
     def plan(self, n: int) -> WritePlan:
         """The next n runs (whole cohorts; the last one cut at n) as one write plan."""
         plan = WritePlan()
         while len(plan.runs) < n:
-            template = self.rng.choice(self.templates)
+            if self.cohorts % COHORTS_PER_OPERATION == 0 or self.operation is None:
+                self._next_operation(plan)
+            operation, real = self.operation
+            template = self.rng.choice(self.by_definition[real])
             key = fake_digest(f"{SOURCE} cohort {self.cohorts}")
-            plan.groups[key] = {k: v for k, v in self.groups[template["groupKey"]].items() if k in GROUP_FIELDS}
+            group = {k: v for k, v in self.groups[template["groupKey"]].items() if k in GROUP_FIELDS}
+            plan.groups[key] = {**group, "definitionDigest": operation}
             size = min(self.rng.choice(self.sizes), n - len(plan.runs))
             for _ in range(size):
                 doc = copy.deepcopy(template)
@@ -107,12 +131,16 @@ class Synthetic:
                     externalId=f"{SOURCE}-{self.runs}",
                     source=SOURCE,
                     groupKey=key,
+                    definitionDigest=operation,
                     rankValue=round(self.rng.uniform(0.5, 2.0) * doc["rankValue"], 6) if ranked else None,
                 )
                 plan.runs.append(doc)
                 self.runs += 1
             self.cohorts += 1
         return plan
+
+
+COHORTS_PER_OPERATION = 4  # the export: 1,912 cohorts of 449 operations
 
 
 # A group document's own fields (store.catalog inserts it with its size and #1).
@@ -150,7 +178,8 @@ async def import_catalog(uri: str, database: str) -> tuple[Synthetic, float, flo
         seconds = time.perf_counter() - started
         runs = await db.runs.find({}, {"provenance": 0, "seq": 0, "rank": 0, "rankOrder": 0, "current": 0, "storedAt": 0}).to_list()
         groups = {g["_id"]: g async for g in db.comparison_groups.find({})}
-        return Synthetic(runs, groups), report.runs, seconds
+        definitions = {d["_id"]: d async for d in db.definitions.find({})}
+        return Synthetic(runs, groups, definitions), report.runs, seconds
     finally:
         await client.close()
 
@@ -289,7 +318,19 @@ def main() -> int:
                     measured = reads(base, args.iterations, args.warmup)
                 finally:
                     stop(process)
-                rows.append((have, synthetic.cohorts + 1912, rate, per_k, measured, disk_bytes(storage), rss_mib(pid), load_average()))
+                rows.append(
+                    (
+                        have,
+                        synthetic.cohorts + len(synthetic.groups),
+                        synthetic.operations + len(synthetic.definitions),
+                        rate,
+                        per_k,
+                        measured,
+                        disk_bytes(storage),
+                        rss_mib(pid),
+                        load_average(),
+                    )
+                )
                 console.print(f"{have:,} runs: " + ", ".join(f"{k} {v[0]:.1f} / {v[1]:.1f} ms" for k, v in measured.items()))
                 if stopped:
                     break
@@ -297,12 +338,13 @@ def main() -> int:
         title=f"cost by size: the bundled catalog + SYNTHETIC runs in its shapes and cohort sizes, {args.iterations} requests per read "
         "(p50 / p99 ms: pages server time, queries client time)"
     )
-    for column in ("runs", "cohorts", "import runs/s", "db CPU s / 1k runs", *labels, "db on disk MB", "db RSS MiB", "load"):
+    for column in ("runs", "cohorts", "operations", "import runs/s", "db CPU s / 1k runs", *labels, "db on disk MB", "db RSS MiB", "load"):
         table.add_column(column, justify="right")
-    for size, cohorts, rate, per_k, measured, disk, rss, load in rows:
+    for size, cohorts, operations, rate, per_k, measured, disk, rss, load in rows:
         table.add_row(
             f"{size:,}",
             f"{cohorts:,}",
+            f"{operations:,}",
             f"{rate:,.0f}",
             f"{per_k:.2f}",
             *(f"{measured[label][0]:.1f} / {measured[label][1]:.1f}" for label in labels),
