@@ -101,6 +101,7 @@ class Stack:
     children: list[Child] = field(default_factory=list)
     database: EmbeddedServer | None = None
     subgraph_urls: dict[str, str] = field(default_factory=dict)  # name -> internal URL
+    web_port: int = 0
 
     # ------------------------------------------------------------ start
 
@@ -119,8 +120,11 @@ class Stack:
             # missing node fails here, before the database starts.
             gateway = gateway_packages()
             web_packages()
-            env, supergraph, web_port = self._start_parts(gateway)
-        say("starting the web process and Hive Gateway ...")
+            self._start_parts(gateway, held)
+        self._wait_http("the web process", f"http://{LOOPBACK}:{self.web_port}/static/site.css")
+        self._wait_http("Hive Gateway", f"http://{self.internal_host}:{self.port}/readiness")
+
+    def _spawn_gateway(self, gateway: node_packages.Tree, supergraph: Path, env: dict[str, str]) -> None:
         self._spawn(
             "Hive Gateway",
             [
@@ -137,7 +141,7 @@ class Stack:
             {
                 **env,
                 **self.settings.gateway_env(),
-                "KERNELINDEX_WEB_URL": f"http://{LOOPBACK}:{web_port}",
+                "KERNELINDEX_WEB_URL": f"http://{LOOPBACK}:{self.web_port}",
                 # /exports/ (bulk exports, server/exports.py) is the registry subgraph's.
                 "KERNELINDEX_EXPORTS_URL": self.subgraph_urls["registry"].removesuffix("/graphql"),
                 # /readiness asks each subgraph's /healthz (which pings the database).
@@ -149,8 +153,6 @@ class Stack:
                 "HIVE_ROUTER_RUNTIME": env.get("HIVE_ROUTER_RUNTIME", "1"),
             },
         )
-        self._wait_http("the web process", f"http://{LOOPBACK}:{web_port}/static/site.css")
-        self._wait_http("Hive Gateway", f"http://{self.internal_host}:{self.port}/readiness")
 
     @property
     def internal_host(self) -> str:
@@ -165,52 +167,91 @@ class Stack:
     def web_url(self) -> str:
         return f"http://{self.internal_host}:{self.port}/"
 
-    def _start_parts(self, gateway: node_packages.Tree) -> tuple[dict[str, str], Path, int]:
-        """Everything but the gateway: (its environment, the supergraph file, the web port)."""
+    def _start_parts(self, gateway: node_packages.Tree, held: socket.socket) -> None:
+        """Every process. The subgraphs' and the web process's ports are bound first, so their URLs
+        are known before they answer. A restart (this home's last composition is cached,
+        `last_composition`) starts them and Hive Gateway, on that composition with today's URLs,
+        before the bundled data is checked, so their start-ups overlap it and each other; if the
+        subgraphs' SDLs turn out to differ (new code), the gateway is started again on the new
+        composition. A first start imports the data before anything else starts (its import is
+        not slowed down by starting processes, nor their event streams by its events)."""
         # On the embedded database, recover_stale_address refuses a second serve on this home; on
         # MONGODB_URI the stack file is what a second one would clobber (and the supergraph).
         if self.settings.mongodb_uri and (running := running_stack_api()):
             raise StackError(f"another kernelindex serve ({running}) is using {home()}; stop it first, or set KERNELINDEX_HOME")
         uri = self._start_database()
-        if self.load_data:
-            from server.bootstrap import BUNDLED_DATA, bootstrap
-
-            asyncio.run(bootstrap(uri, self.settings, BUNDLED_DATA, say=say))
         # The home, resolved once (absolute), is every child's: they run in the package's directory.
         env = {**os.environ, "MONGODB_URI": uri, "KERNELINDEX_HOME": str(home())}
         if not sys.stderr.isatty():
             # A log file or a pipe gets no colour codes (Hive Gateway's logger honours NO_COLOR).
             env.setdefault("NO_COLOR", "1")
+        cache = home() / "supergraphs"
+        supergraph = home() / "supergraph.graphql"
+        supergraph.parent.mkdir(parents=True, exist_ok=True)
+        sockets = self._bind_children()
+        guess = last_composition(cache)
+        if guess is not None:
+            say("starting the registry and benchmarks subgraphs, the web process and Hive Gateway ...")
+            self._spawn_children(sockets, env)
+            write_supergraph(supergraph, with_urls(guess[1], self.subgraph_urls))
+            held.close()  # every other port is taken: Hive Gateway binds its own now
+            self._spawn_gateway(gateway, supergraph, env)
+        if self.load_data:
+            from server.bootstrap import BUNDLED_DATA, bootstrap
+
+            asyncio.run(bootstrap(uri, self.settings, BUNDLED_DATA, say=say))
+        if guess is None:
+            say("starting the registry and benchmarks subgraphs and composing the supergraph ...")
+            self._spawn_children(sockets, env)
         urls = self.subgraph_urls
-        say("starting the registry and benchmarks subgraphs and composing the supergraph ...")
+        sdls = {name: self._wait_for_sdl(name, url) for name, url in urls.items()}
+        services = [(name, urls[name], sdls[name]) for name in SUBGRAPHS]
+        key, text = cached_composition(services, gateway, cache)
+        if guess is not None and key == guess[0]:
+            return
+        write_supergraph(supergraph, with_urls(text, urls))
+        if guess is not None:
+            say("the subgraphs' schema changed: Hive Gateway starts again on the new composition")
+            self._stop_child("Hive Gateway")
+        else:
+            say("starting the web process and Hive Gateway ...")
+            held.close()
+        self._spawn_gateway(gateway, supergraph, env)
+
+    def _bind_children(self) -> dict[str, list[socket.socket]]:
+        """Listening sockets of every subgraph replica and of the web process, bound here and
+        handed down, so no other process can take a port before a child listens on it."""
+        sockets: dict[str, list[socket.socket]] = {}
         for name in SUBGRAPHS:
-            # Bound here and handed down, so no other process can take the port before a child
-            # starts listening (and answer in its place); one socket per replica (SO_REUSEPORT).
+            # One socket per replica on one port (SO_REUSEPORT): the kernel spreads connections.
             first = listening_socket(LOOPBACK, 0, reuse_port=self.replicas > 1)
             port = first.getsockname()[1]
-            urls[name] = f"http://{LOOPBACK}:{port}/graphql"
-            sockets = [first] + [listening_socket(LOOPBACK, port, reuse_port=True) for _ in range(self.replicas - 1)]
-            for replica, sock in enumerate(sockets, start=1):
+            self.subgraph_urls[name] = f"http://{LOOPBACK}:{port}/graphql"
+            sockets[name] = [first] + [listening_socket(LOOPBACK, port, reuse_port=True) for _ in range(self.replicas - 1)]
+        sockets["web"] = [listening_socket(LOOPBACK, 0, reuse_port=False)]
+        self.web_port = sockets["web"][0].getsockname()[1]
+        return sockets
+
+    def _spawn_children(self, sockets: dict[str, list[socket.socket]], env: dict[str, str]) -> None:
+        port = {name: int(url.rsplit(":", 1)[1].split("/")[0]) for name, url in self.subgraph_urls.items()}
+        for name in SUBGRAPHS:
+            for replica, sock in enumerate(sockets[name], start=1):
                 label = f"{name} subgraph" + (f" (replica {replica})" if self.replicas > 1 else "")
-                args = ["serve", "--subgraph", name, "--host", LOOPBACK, "--port", str(port), "--no-data", "--fd", str(sock.fileno())]
+                args = ["serve", "--subgraph", name, "--host", LOOPBACK, "--port", str(port[name]), "--no-data", "--fd", str(sock.fileno())]
                 self._spawn(label, [sys.executable, "-m", "cli", *args], env, pass_fds=(sock.fileno(),))
                 sock.close()
-        # Bound here and handed down like the subgraphs' ports: the gateway forwards pages to it.
-        # Spawned before the subgraphs answer, so its start overlaps theirs (it needs only the
-        # gateway's URL, and no request reaches it before the gateway is up).
-        web_socket = listening_socket(LOOPBACK, 0, reuse_port=False)
-        web_port = web_socket.getsockname()[1]
+        # The web process needs only the gateway's URL, and no request reaches it before the
+        # gateway is up: spawned with the subgraphs, its start overlaps theirs.
+        web_socket = sockets["web"][0]
         graphql_url = f"http://{self.internal_host}:{self.port}/graphql"
-        web_args = ["web", "--graphql", graphql_url, "--host", LOOPBACK, "--port", str(web_port), "--fd", str(web_socket.fileno())]
+        web_args = ["web", "--graphql", graphql_url, "--host", LOOPBACK, "--port", str(self.web_port), "--fd", str(web_socket.fileno())]
         self._spawn("web process", [sys.executable, "-m", "cli", *web_args], env, pass_fds=(web_socket.fileno(),))
         web_socket.close()
 
-        sdls = {name: self._wait_for_sdl(name, url) for name, url in urls.items()}
-        supergraph = home() / "supergraph.graphql"
-        supergraph.parent.mkdir(parents=True, exist_ok=True)
-        services = [(name, urls[name], sdls[name]) for name in SUBGRAPHS]
-        supergraph.write_text(cached_supergraph(services, gateway, home() / "supergraphs"))
-        return env, supergraph, web_port
+    def _stop_child(self, name: str) -> None:
+        for child in [c for c in self.children if c.name == name]:
+            child.stop(timeout_s=15)
+            self.children.remove(child)
 
     def _start_database(self) -> str:
         if self.settings.mongodb_uri:
@@ -332,11 +373,15 @@ def _placeholder_url(name: str) -> str:
     return f"http://{name}.subgraph.invalid/graphql"
 
 
-def cached_supergraph(services: list[tuple[str, str, str]], gateway: node_packages.Tree, cache: Path) -> str:
-    """`compose_supergraph` of (name, url, sdl) subgraphs, remembered in `cache` by what it depends
-    on: the subgraphs' SDLs and the composer's files and lock. A restart's subgraphs listen on new
-    ports but have the same SDLs, so the supergraph is composed once with placeholder URLs and
-    each restart writes its URLs in (the node composer took ~1.3 s of a 7.5 s restart)."""
+LAST = "last"  # HOME/supergraphs/last: the key of the composition the last start used
+
+
+def cached_composition(services: list[tuple[str, str, str]], gateway: node_packages.Tree, cache: Path) -> tuple[str, str]:
+    """(key, supergraph with placeholder URLs) of (name, url, sdl) subgraphs, composed by
+    `compose_supergraph` once and remembered in `cache` by what it depends on: the subgraphs'
+    SDLs and the composer's files and lock. A restart's subgraphs listen on new ports but have the
+    same SDLs, so each restart writes its URLs in (`with_urls`; the node composer took ~1.3 s of a
+    7.5 s restart). The key is kept as the home's last composition (`last_composition`)."""
     placeholders = [(name, _placeholder_url(name), sdl) for name, _, sdl in services]
     # the composer's script and the npm packages installed (npm's own record of the installed tree)
     composer = [hashlib.sha256(f.read_bytes()).hexdigest() for f in (gateway.files / "compose.mjs", gateway.modules / ".package-lock.json")]
@@ -347,15 +392,41 @@ def cached_supergraph(services: list[tuple[str, str, str]], gateway: node_packag
     except OSError:
         text = compose_supergraph(placeholders, gateway)
         cache.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(text)
-        partial.replace(path)  # whole or absent: a crash never leaves half a supergraph to reuse
-    for name, url, _ in services:
+        write_supergraph(path, text)  # whole or absent: a crash never leaves half a supergraph to reuse
+    write_supergraph(cache / LAST, key)
+    return key, text
+
+
+def last_composition(cache: Path) -> tuple[str, str] | None:
+    """(key, supergraph with placeholder URLs) of the composition this home's last start used,
+    if it is still cached."""
+    try:
+        key = (cache / LAST).read_text().strip()
+        return key, (cache / f"{key}.graphql").read_text()
+    except OSError:
+        return None
+
+
+def with_urls(text: str, urls: dict[str, str]) -> str:
+    """A cached composition with each subgraph's placeholder URL replaced by its URL."""
+    for name, url in urls.items():
         marker = f'url: "{_placeholder_url(name)}"'
         if text.count(marker) != 1:
             raise StackError(f"composition: the supergraph does not name the {name} subgraph's URL once")
         text = text.replace(marker, f'url: "{url}"')
     return text
+
+
+def cached_supergraph(services: list[tuple[str, str, str]], gateway: node_packages.Tree, cache: Path) -> str:
+    """The supergraph of (name, url, sdl) subgraphs with their URLs (`cached_composition`)."""
+    return with_urls(cached_composition(services, gateway, cache)[1], {name: url for name, url, _ in services})
+
+
+def write_supergraph(path: Path, text: str) -> None:
+    """Written whole or not at all (a temporary file renamed): Hive Gateway watches the file."""
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(text)
+    partial.replace(path)
 
 
 def compose_supergraph(services: list[tuple[str, str, str]], gateway: node_packages.Tree | None = None) -> str:

@@ -120,7 +120,7 @@ async def test_the_benchmarks_subgraph_reads_only_jobs_for_the_registrys_referen
 async def test_a_restart_reuses_the_composition_with_its_new_urls(db, mongo_uri, tmp_path):
     """`serve` composes once per set of SDLs (the node composer is ~1.3 s of a restart): a restart's
     subgraphs listen on new ports, and its supergraph is what composing afresh gives."""
-    from gateway.stack import cached_supergraph, compose_supergraph, gateway_packages
+    from gateway.stack import cached_supergraph, compose_supergraph, gateway_packages, last_composition, with_urls
 
     sdls = {}
     for name in ("registry", "benchmarks"):
@@ -132,13 +132,16 @@ async def test_a_restart_reuses_the_composition_with_its_new_urls(db, mongo_uri,
         return [(name, f"http://127.0.0.1:{port + i}/graphql", sdls[name]) for i, name in enumerate(("registry", "benchmarks"))]
 
     first = cached_supergraph(services(41000), gateway, cache)
-    [stored] = list(cache.iterdir())
+    [stored] = list(cache.glob("*.graphql"))
     composed_at = stored.stat().st_mtime_ns
     second = cached_supergraph(services(52000), gateway, cache)
-    assert stored.stat().st_mtime_ns == composed_at and list(cache.iterdir()) == [stored]  # not composed again
+    assert stored.stat().st_mtime_ns == composed_at and list(cache.glob("*.graphql")) == [stored]  # not composed again
     assert second == compose_supergraph(services(52000), gateway)
     assert 'url: "http://127.0.0.1:52001/graphql"' in second and "41000" not in second and "41000" in first
+    # The home's last composition: what the next start gives Hive Gateway before its subgraphs answer.
+    key, text = last_composition(cache)
+    assert stored.name == f"{key}.graphql" and with_urls(text, {n: u for n, u, _ in services(52000)}) == second
     # Other SDLs are another composition.
     sdls["benchmarks"] += "\n# another revision of the benchmarks subgraph\n"
     cached_supergraph(services(52000), gateway, cache)
-    assert len(list(cache.iterdir())) == 2
+    assert len(list(cache.glob("*.graphql"))) == 2 and last_composition(cache)[0] != key

@@ -230,6 +230,30 @@ def test_sigterm_stops_every_process(tmp_path):
     assert not (tmp_path / "home" / "db.json").exists()
 
 
+def test_a_restart_starts_the_gateway_on_the_last_composition_and_mends_a_stale_one(tmp_path):
+    """A restart hands Hive Gateway this home's last composition (today's URLs written in) before
+    the subgraphs answer; when their SDLs turn out to be another composition's, the gateway is
+    started again on theirs, and the stack answers a query spanning both subgraphs either way."""
+    home = tmp_path / "home"
+    Stack(home, "--no-data").wait_ready().stop()
+    cache = home / "supergraphs"
+    key = (cache / "last").read_text()
+    for stale in (False, True):
+        if stale:  # as if the code changed since: the last composition is not the subgraphs' one
+            (cache / f"{key}.graphql").rename(cache / f"{'0' * 32}.graphql")
+            (cache / "last").write_text("0" * 32)
+        started = Stack(home, "--no-data").wait_ready()
+        try:
+            out = started.output()
+            assert "starting the registry and benchmarks subgraphs, the web process and Hive Gateway" in out, out
+            assert ("the subgraphs' schema changed" in out) is stale, out
+            assert started.data(SPANNING, {"name": "no-such-definition"}) == {"definition": None}
+            assert f'url: "{started.url}"' not in (home / "supergraph.graphql").read_text()  # the subgraphs' URLs, not its own
+        finally:
+            started.stop()
+    assert (cache / "last").read_text() == key and (cache / f"{key}.graphql").is_file()
+
+
 def test_a_crashed_subgraph_stops_the_stack_with_one_error_line(tmp_path):
     started = Stack(tmp_path / "home", "--no-data").wait_ready()
     children = _children(started.process.pid)
