@@ -1,4 +1,4 @@
-"""`kernelindex search|show|compare|runs|records`: reading the registry over the API (`--api`).
+"""`kernelindex search|show|compare|runs|serving|records`: reading the registry over the API (`--api`).
 
 Each verb calls the MCP server's tool of the same question (mcp_server/server.py), so `--json`
 prints exactly the document that tool returns (README "Reading from the command line" lists the
@@ -60,6 +60,18 @@ def register(sub) -> None:
     runs.add_argument("--after", help="the endCursor of the page before")
     _output_options(runs)
     runs.set_defaults(handler=cmd_runs)
+
+    serving = sub.add_parser("serving", help="serving runs (MLPerf Inference), newest first, with filters; never ranked")
+    serving.add_argument("--model", help='model revision name, e.g. "mlperf-llama2-70b"')
+    serving.add_argument("--scenario", help="offline, server or interactive")
+    serving.add_argument("--accelerator", help='e.g. "NVIDIA B200-SXM-180GB"')
+    serving.add_argument("--vendor", help="accelerator vendor: nvidia, amd")
+    serving.add_argument("--system", help="the system under test, as MLPerf names it")
+    serving.add_argument("--round", help='e.g. "v5.1"')
+    serving.add_argument("--first", type=int, default=20, help="how many (at most 100)")
+    serving.add_argument("--after", help="the endCursor of the page before")
+    _output_options(serving)
+    serving.set_defaults(handler=cmd_serving)
 
     records = sub.add_parser("records", help="each group's #1, or (--changes) the changes of #1 with their causes")
     records.add_argument("--operation", help="operation name")
@@ -199,6 +211,36 @@ def cmd_runs(args: argparse.Namespace, settings: Settings) -> int:
         args, "list_runs", "runs", table,
         operation=args.operation, group=args.group, gpu=args.gpu, source=args.source, status=args.status,
         evidence_level=args.evidence, include_superseded=args.include_superseded, first=args.first, after=args.after,
+    )  # fmt: skip
+
+
+def cmd_serving(args: argparse.Namespace, settings: Settings) -> int:
+    def table(doc: Doc) -> None:
+        rows = [
+            [
+                r["observedAt"][:10],
+                r["externalId"],
+                (r["model"] or {}).get("name"),
+                r["scenario"],
+                f"{r['topology']['totalAccelerators']} × {r['topology']['acceleratorModel']}",
+                (r["configuration"] or {}).get("system"),
+                "; ".join(f"{m['value']:,.2f} {m['unit']} ({m['statistic']})" for m in r["measurements"]),
+                r["round"],
+                r["digest"],
+            ]
+            for r in doc["servingRuns"]
+        ]
+        more = f" (more: --after {doc['pageInfo']['endCursor']})" if doc["pageInfo"]["hasNextPage"] else ""
+        _table(
+            f"{len(rows)} of {doc['totalCount']} serving runs{more}",
+            ["observed", "entry", "model", "scenario", "accelerators", "system", "measurement", "round", "digest"],
+            rows,
+        )
+
+    return _run(
+        args, "list_serving_runs", "servingRuns", table,
+        model=args.model, scenario=args.scenario, accelerator=args.accelerator, accelerator_vendor=args.vendor,
+        system=args.system, round=args.round, first=args.first, after=args.after,
     )  # fmt: skip
 
 

@@ -82,3 +82,19 @@ def test_exit_codes(stack):
     assert usage.returncode == 2 and "not allowed with" in usage.stderr
     away = stack.cli("runs", "--api", "http://127.0.0.1:9/graphql", "--timeout", "2")
     assert away.returncode == 1 and "cannot reach" in away.stderr and "Traceback" not in away.stderr
+
+
+def test_serving_json_and_table(stack):
+    expected = stack.data('{ servingRuns(filter: {scenario: "offline", round: "v6.0"}, first: 5) { totalCount nodes { digest } } }')[
+        "servingRuns"
+    ]
+    args = ("serving", "--scenario", "offline", "--round", "v6.0", "--first", "5")
+    document = json.loads(_ok(stack.cli(*args, "--json", "--api", stack.url)))
+    assert document["totalCount"] == expected["totalCount"] == 154
+    assert [r["digest"] for r in document["servingRuns"]] == [n["digest"] for n in expected["nodes"]]
+    assert not any("rank" in key.lower() for r in document["servingRuns"] for key in r)
+    table = _ok(stack.cli(*args, "--api", stack.url))
+    # (rich folds long cells such as a digest over lines: the title and a short cell are checked)
+    assert "5 of 154 serving runs" in table and table.count("offline") == 5
+    bad = stack.cli("serving", "--first", "500", "--api", stack.url)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: BAD_USER_INPUT: first:") and "Traceback" not in bad.stderr
