@@ -2,8 +2,8 @@
 written (csrc/ext_fused_sm90.cu, design at its top). A stats kernel writes each (token, head)
 row's m = mean(ĝ·x̂) (20 bytes per token) and the norm-weight partials; then one cluster split-K
 wgmma kernel computes dX = G·W and dW = Gᵀ·X, its TMA producer loading grad_query/q_normed (or
-the K pair, or grad_value) boxes and a transform warpgroup turning them into G's boxes in shared
-memory, PDL-chained to the stats kernel.
+the K pair, or grad_value) boxes and two transform warpgroups (alternate k-blocks; one in mode
+"t1") turning them into G's boxes in shared memory, PDL-chained to the stats kernel.
 
 Entry points (arguments checked in Python before any kernel runs; ValueError names the tensor):
   qkv_qknorm_backward(**inputs, mode="auto") -> the six outputs (definition order)
