@@ -6,6 +6,7 @@ number of round trips does not grow with the number of items it returns.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -82,9 +83,10 @@ class Loaders:
         async def workloads_of_definitions(keys: list[str]) -> list[Doc]:
             # Our suites name their definition in spec.definitionDigest; v1alpha1 workloads (the
             # catalog's) in spec.operationSpecDigest, kept beside the manifest as definitionDigest.
-            return await where_in(db, "workloads", "spec.definitionDigest", keys) + await where_in(
-                db, "workloads", "definitionDigest", keys
+            ours, theirs = await asyncio.gather(
+                where_in(db, "workloads", "spec.definitionDigest", keys), where_in(db, "workloads", "definitionDigest", keys)
             )
+            return ours + theirs
 
         self.groups_by_definition = _grouped_loader(groups_of_definitions, lambda g: g.definition_digest)
         self.workloads_by_definition = _grouped_loader(workloads_of_definitions, workload_definition_digest)
