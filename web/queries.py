@@ -146,7 +146,7 @@ SERVING_RUNS = """query ServingRuns($filter: ServingRunFilter, $first: Int!, $af
     totalCount
     pageInfo { hasNextPage endCursor }
     nodes {
-      digest title name observedAt round scenario benchmark externalId status qualityPolicy
+      digest title name observedAt round division category scenario benchmark externalId status qualityPolicy
       topology { acceleratorModel acceleratorsPerNode nodeCount totalAccelerators }
       measurements { metric statistic unit value display }
       manifests { kind digest }

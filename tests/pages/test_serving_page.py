@@ -51,6 +51,8 @@ async def test_from_the_home_page_to_a_filtered_list_and_its_pages(site, page, g
     assert len(seen) == len(set(seen)) == answer["totalCount"] == 78
     # Every row of the filtered list says its model and scenario.
     assert set(await page.locator("#serving-runs tbody tr td:nth-child(3)").all_inner_texts()) == {"interactive"}
+    # As MLPerf's results messaging asks: round and division, submitter, system and entry ID.
+    assert set(await page.locator("#serving-runs tbody tr td:nth-child(8)").all_inner_texts()) <= {"v5.1 · closed", "v6.0 · closed"}
 
 
 async def test_json_twin_and_size(site, page, graphql, report):
