@@ -14,7 +14,9 @@ async def test_both_groups_under_one_operation_and_the_controlled_h200_runs(bund
           leader { implementation { name } primaryMeasurement { valueNs } }
         }
       }
-      verified: runs(filter: {evidenceLevel: KERNELINDEX_VERIFIED}) { edges { node { name } } }
+      verified: runs(filter: {evidenceLevel: KERNELINDEX_VERIFIED}) { edges { node {
+        name implementation { name } aggregates group { title } cases { index samplesNs }
+      } } }
     }""")
     ours = data["ours"]
     assert [d["name"] for d in ours["relatedDefinitions"]] == [
@@ -25,14 +27,21 @@ async def test_both_groups_under_one_operation_and_the_controlled_h200_runs(bund
     # Ranked by the run's primary measurement: the geomean over cases of the per-case medians.
     assert titles["kernelindex-controlled v1 · H200"]["rankRule"] == {"metric": "geomean", "order": "asc"}
     assert titles["SOL-ExecBench v1.1 · B200"]["rankRule"] == {"metric": "sol_score", "order": "desc"}
-    # The five H200 sessions' side-by-side runs (6 + 4 + 4 + 4 + 5) and the four runs of the signed
-    # reruns; the fastest is #1: ext-hybrid, the fifth session's (28.65 µs side by side, 28.77 rerun).
+    # The five H200 sessions' side-by-side runs (6 + 4 + 4 + 4 + 5), the four runs of the older
+    # signed reruns and the two new signed reruns (2026-12-03); the fastest is #1: ext-hybrid, the
+    # fifth session's (28.65 µs side by side).
     h200 = titles["kernelindex-controlled v1 · H200"]
-    assert h200["size"] == 27
+    assert h200["size"] == 29
     assert h200["leader"]["implementation"]["name"] == "kernelindex-051-ext-hybrid"
     assert h200["leader"]["primaryMeasurement"]["valueNs"] == 28_650
-    # The signed reruns' signatures cover digests of the older dialect: none is shown as Verified.
-    assert data["verified"]["edges"] == []
+    # Verified: only the new reruns, signed over the format's digests (data/verified/*-2026-12-03.json,
+    # runner key kernelindex-lent-h200-3); the older signed files cover older digests.
+    verified = {e["node"]["implementation"]["name"]: e["node"] for e in data["verified"]["edges"]}
+    assert set(verified) == {"kernelindex-051-ext-streamnorm", "kernelindex-051-ext-hybrid"}
+    for run in verified.values():
+        assert run["group"]["title"] == "kernelindex-controlled v1 · H200"
+        assert run["aggregates"]["casesPassed"] == 16 and all(len(c["samplesNs"]) == 50 for c in run["cases"])
+    assert verified["kernelindex-051-ext-hybrid"]["aggregates"]["geomeanLatencyNs"] == 29_045
 
     runs, after = [], None
     while True:  # pages of 10 (each run's 16 cases with their samples weigh on the cost limit)
