@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -35,6 +36,7 @@ import time
 import uuid
 from pathlib import Path
 
+from pymongo.errors import PyMongoError
 from rich.console import Console
 from rich.table import Table
 
@@ -89,7 +91,8 @@ async def bench(export: Path, uri: str, server_pid: int | None, baseline: Path |
             )
         rows += await floor(uri, server_pid, db.name, rows[-1]["runs"])
     finally:
-        await client.drop_database(db.name)
+        with contextlib.suppress(PyMongoError):  # a dead server's error is the one to see
+            await client.drop_database(db.name)
         await client.close()
     return rows
 
@@ -154,23 +157,27 @@ async def floor(uri: str, server_pid: int | None, source: str, runs: int) -> lis
         stored = client[source]
         names = [n for n in await stored.list_collection_names() if n not in ("counters", "catalog_imports")]
         documents = {name: await stored[name].find({}).to_list() for name in names}
-        for label, collections in (("raw insert_many, every document", names), ("raw insert_many, runs only", ["runs"])):
+        for label, collections in (("raw insert_many, runs only", ["runs"]), ("raw insert_many, every document", names)):
             db = client[f"bench_floor_{uuid.uuid4().hex[:8]}"]
             await ensure_schema(db)
             count = sum(len(documents[name]) for name in collections)
             load_before = os.getloadavg()[0]
             server_cpu = process_cpu_seconds(server_pid)
             started = time.perf_counter()
-            async with client.start_session() as session:
-                for name in collections:
-                    docs = documents[name]
-                    for start in range(0, len(docs), RUNS_PER_TRANSACTION):
-                        batch = docs[start : start + RUNS_PER_TRANSACTION]
+            try:
+                async with client.start_session() as session:
+                    for name in collections:
+                        docs = documents[name]
+                        for start in range(0, len(docs), RUNS_PER_TRANSACTION):
+                            batch = docs[start : start + RUNS_PER_TRANSACTION]
 
-                        async def write(session, db=db, name=name, batch=batch):
-                            await db[name].insert_many(batch, ordered=False, session=session)
+                            async def write(session, db=db, name=name, batch=batch):
+                                await db[name].insert_many(batch, ordered=False, session=session)
 
-                        await session.with_transaction(write)
+                            await session.with_transaction(write)
+            except PyMongoError as error:  # said in the table's stead, the rows so far kept
+                print(f"{label}: {type(error).__name__}: {error}", file=sys.stderr)
+                break
             seconds = time.perf_counter() - started
             rows.append(
                 {
@@ -268,12 +275,16 @@ def main() -> int:
             console.print("database: MONGODB_URI")
             rows = asyncio.run(bench(args.export, os.environ["MONGODB_URI"], None, args.baseline))
         else:
-            with EmbeddedServer(Path(temp) / "db") as server:
+            with EmbeddedServer(Path(temp) / "db", log_path=Path(temp) / "secantusd.log") as server:
                 console.print(
                     f"database: embedded SecantusDB at {server.uri} (data in a temp dir); journaled writes: "
                     f"server --sync-on-commit, client write concern {DURABLE_WRITES}"
                 )
-                rows = asyncio.run(bench(args.export, server.uri, server.process.pid, args.baseline))
+                try:
+                    rows = asyncio.run(bench(args.export, server.uri, server.process.pid, args.baseline))
+                except Exception:
+                    print((Path(temp) / "secantusd.log").read_text()[-3000:], file=sys.stderr)  # why the server stopped answering
+                    raise
         serve = []
         if args.serve:
             home = Path(temp) / "home"
