@@ -16,11 +16,10 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from registry.digest import manifest_digest
 from registry.dsse import public_pem
+from registry.format import format_digest
 from resolvers import ids
 from store.embedded import free_port
-from tests import factories
 from tests.faults.support import env_for, job_event_problems, kernelindex, start_serve, stop, wait_ready
 from tests.jobs import support as jobs_support
 
@@ -37,15 +36,15 @@ FAIL = """mutation($job: ID!) { benchmarkJobFail(input: {job: $job, code: runtim
 def _registry_and_keys(tmp_path, env) -> tuple[str, str, str]:
     """The controlled definition's objects loaded with `kernelindex load`; a maintainer and a
     runner key from `kernelindex keys create`. Returns (definition ID, maintainer, runner)."""
-    defn = factories.definition("controlled-op")
-    objects = [defn, factories.workload(defn), jobs_support.controlled_protocol(), jobs_support.controlled_implementation(defn)]
+    defn = jobs_support.definition("controlled-op")
+    objects = [defn, jobs_support.workload(defn), jobs_support.controlled_protocol(), jobs_support.controlled_implementation(defn)]
     (tmp_path / "registry.json").write_text(json.dumps([m.to_json() for m in objects]))
     assert kernelindex("load", str(tmp_path / "registry.json"), env=env).returncode == 0
     (tmp_path / "runner.pub").write_text(public_pem(Ed25519PrivateKey.generate().public_key()))
     maintainer = kernelindex("keys", "create", "--name", "m", "--scope", "maintainer", env=env)
     runner = kernelindex("keys", "create", "--name", "r", "--scope", "runner", "--public-key", str(tmp_path / "runner.pub"), env=env)
     assert maintainer.returncode == 0 and runner.returncode == 0, maintainer.stderr + runner.stderr
-    return ids.encode("Definition", manifest_digest(defn)), maintainer.stdout.strip(), runner.stdout.strip()
+    return ids.encode("Definition", format_digest(defn)), maintainer.stdout.strip(), runner.stdout.strip()
 
 
 class Driver(threading.Thread):

@@ -44,6 +44,7 @@ def definition(name: str = "controlled-op") -> FormatManifest:
             "semantics": {"expression": "y = x + 1", "mutation": "none", "determinism": "deterministic"},
         },
         title=f"Synthetic {name}",
+        description="A synthetic operation: y = x + 1.",
     )
 
 

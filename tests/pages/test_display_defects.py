@@ -6,6 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from registry.controlled_format import cases_of
 from store.publish import publish_many
 from tests import factories
 
@@ -13,14 +14,16 @@ from tests import factories
 @pytest.mark.bundled
 async def test_best_worst_and_std_are_shown_for_our_controlled_runs(bundled_db, site, page):
     db = bundled_db
-    run = await db.runs.find_one({"spec.cases.samplesNs.1": {"$exists": True}})  # a controlled run with raw samples
+    # A controlled run with raw samples (v1alpha1: every sample in sourceNative.metrics).
+    run = await db.runs.find_one({"spec.sourceNative.metrics.case0_sample_1": {"$exists": True}})
+    suite = await db.workloads.find_one({"_id": run["spec"]["workloadDigest"]})
+    cases = cases_of(run["spec"], suite["spec"])
     await page.goto(f"{site}/runs/{run['_id']}")
     best_worst = await page.locator("#cases td.best-worst").all_inner_texts()
     mean_std = await page.locator("#cases td.mean-std").all_inner_texts()
-    assert len(best_worst) == len(run["spec"]["cases"]) and all(" / " in cell and "—" not in cell for cell in best_worst)
+    assert len(best_worst) == len(cases) and all(" / " in cell and "—" not in cell for cell in best_worst)
     assert all(" ± " in cell for cell in mean_std), mean_std[:3]
-    first = run["spec"]["cases"][0]
-    assert best_worst[0].startswith(f"{first['latencyNs']['min'] / 1000:.1f} µs")
+    assert best_worst[0].startswith(f"{cases[0]['latencyNs']['min'] / 1000:.1f} µs")
 
 
 @pytest.mark.bundled
@@ -63,7 +66,7 @@ async def test_source_metrics_column_only_where_runs_have_them(bundled_db, site,
     controlled = await db.comparison_groups.find_one({"family": "kernelindex_controlled"})
     await page.goto(f"{site}/groups/{ids.encode('ComparisonGroup', controlled['_id'])}")
     headers = await page.locator("#leaderboard thead th").all_inner_texts()
-    assert "source metrics" not in headers  # no run of ours has any: a column of "—" only
+    assert "source metrics" not in headers  # ours are per case (case<i>_*): the dossier's case table
     seed_group = (await db.runs.find_one({"externalId": "37369"}))["groupKey"]
     await page.goto(f"{site}/groups/{ids.encode('ComparisonGroup', seed_group)}")
     headers = await page.locator("#leaderboard thead th").all_inner_texts()

@@ -16,7 +16,7 @@ async def test_operation_page_lists_suites_groups_and_controlled_jobs(api, db):
     twin = (await api.http.get("/operations/controlled-op", headers=JSON)).json()
     definition = twin["definition"]
     assert definition["name"] == "controlled-op" and definition["description"] == "A synthetic operation: y = x + 1."
-    assert [(t["name"], t["shape"], t["dtype"]) for t in definition["inputs"]] == [("x", ["n"], "float32")]
+    assert [(t["name"], t["shape"], t["dtype"]) for t in definition["inputs"]] == [("x", ["n"], "fp32")]
     assert [w["caseCount"] for w in definition["workloads"]] == [3] and definition["cost"] == {}
     assert [(j["implementationName"], j["gpu"], j["state"]) for j in twin["jobs"]] == [("ext", "NVIDIA H200", "queued")]
 
