@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cli.database import with_database
-from loaders.common.format_set import FormatSet, format_set, is_format_set
+from loaders.common.format_set import format_set, is_format_set
 from loaders.manifest_files import read_documents, read_manifests
 from loaders.pipeline import publish_format_set
 from registry.format import FormatError
@@ -59,9 +59,9 @@ def read_files(names: list[str]):
     return manifests
 
 
-def read_format_files(names: list[str]) -> FormatSet | None:
-    """The files as one set of the v1alpha1 format when every manifest in them is one (our
-    harness's manifests.json, the format's examples); None otherwise (the older dialect)."""
+def read_format_items(names: list[str]) -> list | None:
+    """The files' manifests when every one of them is the v1alpha1 format (our harness's
+    manifests.json, the format's examples), each once; None otherwise (the older dialect)."""
     items: list = []
     for name in names:
         path = Path(name)
@@ -73,15 +73,11 @@ def read_format_files(names: list[str]) -> FormatSet | None:
             return None
     if not items or not is_format_set(items):
         return None
-    unique = {json.dumps(m, sort_keys=True): m for m in items}
-    return format_set(list(unique.values()))
+    return list({json.dumps(m, sort_keys=True): m for m in items}.values())
 
 
 def load(names: list[str], settings: Settings) -> LoadSummary:
-    try:
-        formatted = read_format_files(names)
-    except FormatError as error:
-        raise ManifestError(error.problems) from None
+    formatted = read_format_items(names)
     if formatted is not None:
         return _load_format(formatted, settings)
     manifests = read_files(names)
@@ -97,9 +93,15 @@ def load(names: list[str], settings: Settings) -> LoadSummary:
     return LoadSummary(len(manifests), report)
 
 
-def _load_format(manifests: FormatSet, settings: Settings) -> LoadSummary:
+def _load_format(items: list, settings: Settings) -> LoadSummary:
+    """Assembled once the database answers (as the older dialect's files are published): a run
+    whose objects are neither in the files is refused naming each reference, nothing written."""
     try:
-        outcome = with_database(settings, lambda db: publish_format_set(db, manifests))
+        manifests = format_set(items)
+    except FormatError as error:
+        manifests = error
+    try:
+        outcome = with_database(settings, lambda db: _publish_or_raise(db, manifests))
     except StoreUnreachable as error:
         raise LoadError(
             f"the database stopped answering during the load ({type(error).__name__}); load the same files again (it is idempotent)"
@@ -115,6 +117,12 @@ def _load_format(manifests: FormatSet, settings: Settings) -> LoadSummary:
     report = SetReport(objects_new=outcome.objects_new, objects_unchanged=outcome.objects_unchanged)
     report.runs = [PublishOutcome(status=status, run_digest=digest) for digest, status in outcome.runs.items()]  # type: ignore[arg-type]
     return LoadSummary(count, report)
+
+
+async def _publish_or_raise(db, manifests):
+    if isinstance(manifests, FormatError):
+        raise ManifestError(manifests.problems)
+    return await publish_format_set(db, manifests)
 
 
 def _first_line(error: Exception) -> str:
