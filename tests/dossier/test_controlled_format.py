@@ -5,20 +5,18 @@ the older manifests; their cohorts are `cohort_of`'s; a second start writes noth
 
 from __future__ import annotations
 
-import base64
 import json
 import shutil
 from pathlib import Path
 
 from registry.comparison import cohort_of
-from registry.controlled_format import old_digest
 from registry.manifests import parse_manifest
 from server.bootstrap import bootstrap
 from server.settings import Settings
 from store.manifest_set import publish_set
+from tests.older_dialect import OLDER, older_runs
 
 ROOT = Path(__file__).resolve().parents[2]
-OLDER = ROOT / "tests" / "fixtures" / "controlled-older-dialect"
 
 RUNS = """query($after: String) { runs(first: 10, after: $after) { pageInfo { hasNextPage endCursor } edges { node {
   name digest current evidenceLevel labels { key value } group { id }
@@ -35,17 +33,6 @@ def _data_dir(tmp_path: Path) -> Path:
         shutil.copytree(ROOT / "data" / name, data / name)
     shutil.copy(ROOT / "data" / "code-pins.json", data / "code-pins.json")
     return data
-
-
-def _older_runs() -> dict[str, dict]:
-    runs = {}
-    for path in sorted(OLDER.glob("*/manifests.json")):
-        runs |= {old_digest(m): m for m in json.loads(path.read_text()) if m["kind"] == "BenchmarkRun"}
-    for path in sorted((ROOT / "data" / "verified").glob("*.json")):
-        statement = json.loads(base64.b64decode(json.loads(path.read_text())["envelope"]["payload"]))
-        older = [m for m in statement["predicate"]["manifests"] if m["kind"] == "BenchmarkRun" and "cases" in m["spec"]]
-        runs |= {old_digest(m): m for m in older}  # the signed results of the older dialect
-    return runs
 
 
 async def _served_runs(api) -> list[dict]:
@@ -78,7 +65,7 @@ async def test_older_dialect_runs_are_superseded_with_the_same_measurements(api,
         assert successor["metadata"]["name"] == doc["metadata"]["name"] and successor["current"] is True
         assert successor["metadata"]["labels"]["reexpressed_from"] == digest
 
-    older = _older_runs()
+    older = older_runs()
     current = [r for r in await _served_runs(api) if r["current"]]
     served = [r for r in current if any(label["key"] == "reexpressed_from" for label in r["labels"])]
     assert len(served) == 27

@@ -8,7 +8,6 @@ was before the re-expression) and the signed envelopes in data/verified/."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import shutil
@@ -22,22 +21,11 @@ from kernels.harness import reexpress
 from loaders.common.format_plan import plan_bundles
 from loaders.common.format_set import format_set
 from registry.comparison import cohort_of, primary_measurement
-from registry.controlled_format import aggregates_of, cases_of, old_digest
+from registry.controlled_format import aggregates_of, cases_of
 from registry.format import format_digest, parse_format_manifest
+from tests.older_dialect import OLDER, older_runs
 
 ROOT = Path(__file__).resolve().parents[2]
-OLDER = ROOT / "tests" / "fixtures" / "controlled-older-dialect"
-
-
-def _older_runs() -> dict[str, dict]:
-    runs = {}
-    for path in sorted(OLDER.glob("*/manifests.json")):
-        runs |= {old_digest(m): m for m in json.loads(path.read_text()) if m["kind"] == "BenchmarkRun"}
-    for path in sorted((ROOT / "data" / "verified").glob("*.json")):
-        statement = json.loads(base64.b64decode(json.loads(path.read_text())["envelope"]["payload"]))
-        older = [m for m in statement["predicate"]["manifests"] if m["kind"] == "BenchmarkRun" and "cases" in m["spec"]]
-        runs |= {old_digest(m): m for m in older}  # the signed results of the older dialect
-    return runs
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +58,7 @@ def test_every_manifest_is_the_format_and_its_digest_is_stable(data):
 
 
 def test_every_per_case_result_and_aggregate_reads_back_as_before(data):
-    older = _older_runs()
+    older = older_runs()
     manifests = _manifests(data)
     by_digest = {format_digest(parse_format_manifest(m)): m for m in manifests}
     runs = [m for m in manifests if m["kind"] == "BenchmarkRun"]
