@@ -93,8 +93,7 @@ async def catalog_rows(
     db: AsyncDatabase, now: datetime | None = None, left_out: dict[str, int] | None = None
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """Every row of the export of `db`, in table order. A manifest the v1alpha1 models refuse (our
-    older dialect: e.g. the protocols of our own SOL-ExecBench snapshot import carry
-    `metadata.annotations`) cannot be read back by `import kernelindex-catalog`: its row, and the
+    older dialect: e.g. the manifests of a GPU MODE board the catalog does not cover) cannot be read back by `import kernelindex-catalog`: its row, and the
     rows that need it, are left out and counted in `left_out` (table → rows)."""
     now = now or datetime.now(UTC)
     left_out = left_out if left_out is not None else {}
