@@ -95,7 +95,7 @@ RUN = """query Run($id: ID!) { run(id: $id) {
   measurements { statistic valueNs display }
   aggregates
   identity { comparisonKey source externalId externalReference protocolDigest workloadDigest environmentDigest implementationDigest }
-  sourceNative { source benchmark externalId externalReference metrics { name value text } }
+  sourceNative { source benchmark externalId externalReference metrics(perCase: false) { name value text } }
   correctness { status statement policy rounds }
   definition { id name }
   implementation { id digest name project revision architectures code { repository commit path digest url } }

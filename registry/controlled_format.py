@@ -22,6 +22,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from typing import Any
 
@@ -46,6 +47,8 @@ CASE_METRICS = {
     "solNs": "sol_ns",
     "solScore": "sol_score",
 }
+# A per-case metric's name (`case<i>_<name>`, case_metrics below)
+PER_CASE_METRIC = re.compile(r"^case\d+_")
 # aggregate (older dialect) -> measurement
 AGGREGATES = {
     "caseCount": ("cases", "count", "cases"),
@@ -405,6 +408,14 @@ def format_digest_of(manifest: dict[str, Any]) -> str:
 
 def is_controlled(run_spec: dict[str, Any]) -> bool:
     return (run_spec.get("sourceNative") or {}).get("source") == SOURCE and "cases" not in run_spec
+
+
+def run_level_metrics(source: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """A run's `sourceNative.metrics` without our harness's per-case results (every sample of every
+    case: ~1,300 numbers a run); another source's metrics are all its own, whatever their names."""
+    if source != SOURCE:
+        return metrics
+    return {name: value for name, value in metrics.items() if PER_CASE_METRIC.match(name) is None}
 
 
 def cases_of(run_spec: dict[str, Any], suite_spec: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from pymongo import ReplaceOne, UpdateOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
+from registry.controlled_format import run_level_metrics
 from store.chunks import chunked
 from store.group_members import current_members
 from store.transactions import in_transaction
@@ -56,13 +57,18 @@ ROW_PROJECTION = {path: 1 for path in ROW_FIELDS}
 # store/catalog.py read members with both).
 RANKING_FIELDS = {"rankValue": 1, "rankNoise": 1, "provenance.export.sha256": 1}
 MEMBER_PROJECTION = ROW_PROJECTION | RANKING_FIELDS
+# The rows' shape: a database whose leaderboards have an older one gets them rebuilt on start
+# (backfill). 2: per-case metrics left out.
+ROW_SHAPE = 2
 # A row is about 0.5-1 kB: past this many the document would be slower to read than a page of
 # runs (and nearer MongoDB's 16 MB limit); such a group keeps its head only.
 MAX_ROWS = 5_000
 
 
 def row_of(run: Doc) -> Doc:
-    """The run document projected to ROW_FIELDS (missing fields stay missing)."""
+    """The run document projected to ROW_FIELDS (missing fields stay missing), without our
+    harness's per-case metrics (every sample of every case: ~40 kB a run, which no list shows;
+    resolvers/types/run.py `rows_answer` sends a query that asks for them to the runs)."""
     row: Doc = {}
     for path in ROW_FIELDS:
         head, _, rest = path.partition(".")
@@ -72,6 +78,9 @@ def row_of(run: Doc) -> Doc:
             row[head] = run[head]
         elif isinstance(run[head], dict) and rest in run[head]:
             row.setdefault(head, {})[rest] = run[head][rest]
+    native = row.get("spec", {}).get("sourceNative")
+    if native and native.get("metrics"):
+        row["spec"]["sourceNative"] = {**native, "metrics": run_level_metrics(native.get("source", ""), native["metrics"])}
     return row
 
 
@@ -84,6 +93,7 @@ def leaderboard(key: str, members: Iterable[Doc]) -> Doc:
     head = {
         "catalogRuns": sum(1 for m in current if m.get("provenance")),
         "leader": min(firsts, key=lambda r: r["_id"]) if firsts else None,
+        "shape": ROW_SHAPE,
     }
     return {"_id": key, "rows": rows if len(rows) <= MAX_ROWS else None, "head": head}
 
@@ -108,9 +118,9 @@ async def rebuild(db: AsyncDatabase, keys: Iterable[str], session: AsyncClientSe
 
 
 async def backfill(db: AsyncDatabase) -> int:
-    """Leaderboards for the groups that have none (a database written before they existed), a
-    transaction per 50 groups. Returns how many were built."""
-    missing = [doc["_id"] async for doc in db.comparison_groups.find({HEAD: {"$exists": False}}, {"_id": 1})]
+    """Leaderboards for the groups that have none (a database written before they existed) or
+    rows of an older shape, a transaction per 50 groups. Returns how many were built."""
+    missing = [doc["_id"] async for doc in db.comparison_groups.find({f"{HEAD}.shape": {"$ne": ROW_SHAPE}}, {"_id": 1})]
     for chunk in chunked(missing, 50):
 
         async def build(session: AsyncClientSession, keys: list[str] = chunk) -> None:

@@ -4,7 +4,7 @@
 RUN_ROW = """fragment RunRow on Run {
   digest title name rank evidenceLevel observedAt
   primaryMeasurement { statistic valueNs display }
-  sourceNative { solExecBench { summary } metrics { name value text } }
+  sourceNative { solExecBench { summary } metrics(perCase: false) { name value text } }
 }"""
 
 GROUP_SUMMARY = """fragment GroupSummary on ComparisonGroup {
@@ -83,7 +83,7 @@ DOSSIER = """query Dossier($id: ID!) { run(id: $id) {
   primaryMeasurement { statistic valueNs display }
   measurements { statistic display }
   group { id title size rankedSize catalogRuns leader { digest title } sourceNative rankRule { metric order tieTest } }
-  sourceNative { sourceTitle benchmark externalReference solExecBench { summary } metrics { name value text } }
+  sourceNative { sourceTitle benchmark externalReference solExecBench { summary } metrics(perCase: false) { name value text } }
   provenance { exportFile exportSha256 source sourceName license attribution url text }
   identity { comparisonKey externalReference sourceTitle protocolDigest workloadDigest environmentDigest implementationDigest }
   implementation { name project revision architectures code { repository commit path paths digest url } }

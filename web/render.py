@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +76,6 @@ def evidence(level: str | None) -> str:
     return EVIDENCE.get(level or "", level or "—")
 
 
-PER_CASE_METRIC = re.compile(r"^case\d+_")
-
-
 def source_metrics(native: dict | None) -> str:
     """The source's own metrics in one line (SOL-ExecBench's summary when it has one)."""
     if not native:
@@ -88,8 +84,6 @@ def source_metrics(native: dict | None) -> str:
         return native["solExecBench"]["summary"]
     parts = []
     for metric in native.get("metrics") or []:
-        if PER_CASE_METRIC.match(metric["name"]):
-            continue  # our harness's per-case results (registry/controlled_format.py): the dossier's case table
         value = metric.get("text") if metric.get("value") is None else f"{metric['value']:.4g}"
         parts.append(f"{metric['name']} {value}")
     return " · ".join(parts)

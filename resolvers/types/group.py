@@ -84,12 +84,12 @@ class ComparisonGroup(Node):
 
     @strawberry.field(description="The #1 run (null while no run is ranked).")
     async def leader(self, info: Info) -> Annotated[Run, strawberry.lazy("resolvers.types.run")] | None:
-        from resolvers.types.run import ROW_ANSWERS, Run, selected_run_fields
+        from resolvers.types.run import Run, rows_answer
 
         if self.leader_digest is None:
             return None
         leader = (self.board or {}).get("leader")
-        if leader and leader["_id"] == self.leader_digest and selected_run_fields(info) <= ROW_ANSWERS:
+        if leader and leader["_id"] == self.leader_digest and rows_answer(info):
             return Run.from_doc(leader)  # the leaderboard's row of #1 answers it: no run read
         doc = await info.context.loaders.runs.load(self.leader_digest)
         return Run.from_doc(doc) if doc else None
@@ -112,12 +112,12 @@ class ComparisonGroup(Node):
     async def runs(
         self, info: Info, first: int = 20, after: str | None = None
     ) -> Connection[Annotated[Run, strawberry.lazy("resolvers.types.run")]]:
-        from resolvers.types.run import ROW_ANSWERS, run_connection, selected_run_fields
+        from resolvers.types.run import rows_answer, run_connection
 
         cursor = tuple(decode_cursor(after, "group", 2)) if after else None
         first = check_first(first)
         cursor_of = lambda d: encode_cursor("group", d["rankOrder"], d["seq"])  # noqa: E731
-        if selected_run_fields(info) <= ROW_ANSWERS:  # the leaderboard's rows answer it: one document
+        if rows_answer(info):  # the leaderboard's rows answer it: one document
             rows = await leaderboard_page(info.context.db, self.key, first=first, after=cursor)
             if rows is not None:
                 return await run_connection(*rows, cursor_of, info, whole=False)

@@ -12,7 +12,7 @@ from strawberry.scalars import JSON
 from strawberry.types.nodes import SelectedField
 
 from loaders.sources import external_reference, source_title
-from registry.controlled_format import aggregates_of, cases_of, is_controlled
+from registry.controlled_format import aggregates_of, cases_of, is_controlled, run_level_metrics
 from resolvers import ids
 from resolvers.context import Info
 from resolvers.cost_limit import MANIFEST_KIB, PAGE, SMALL_JSON_KIB, weighs
@@ -88,9 +88,21 @@ class SourceNative:
     benchmark: str | None
     external_id: str | None = strawberry.field(description="Null when the source gives its records no id (e.g. FlashInfer-Bench traces).")
     external_reference: str | None = strawberry.field(description='How the source names the record, e.g. "submission/37369".')
-    metrics: list[Metric]
     sol_execbench: SolExecBenchMetrics | None = strawberry.field(name="solExecBench")
     raw: JSON = strawberry.field(description="The source-native block exactly as stored.", directives=weighs(SMALL_JSON_KIB))
+
+    @strawberry.field(
+        description="The source's own metrics, by name. A controlled run of ours carries every case's "
+        "results here (`case<i>_*`: statistics and every timing sample, the dossier's case table); "
+        "`perCase: false` leaves those out, keeping the run-level figures."
+    )
+    def metrics(self, per_case: bool = True) -> list[Metric]:
+        metrics = self.raw.get("metrics") or {}
+        if not per_case:
+            metrics = run_level_metrics(self.source, metrics)
+        return [
+            Metric(name=k, value=_number(v), text=None if _number(v) is not None or v is None else str(v)) for k, v in sorted(metrics.items())
+        ]
 
 
 def _number(value: Any) -> float | None:
@@ -117,10 +129,6 @@ def _source_native(block: dict[str, Any] | None) -> SourceNative | None:
         benchmark=block.get("benchmark"),
         external_id=block.get("externalId"),
         external_reference=external_reference(block["source"], block["externalId"]) if block.get("externalId") else None,
-        metrics=[
-            Metric(name=k, value=_number(v), text=None if _number(v) is not None or v is None else str(v))
-            for k, v in sorted(metrics.items())
-        ],
         sol_execbench=sol,
         raw=block,
     )
@@ -496,10 +504,34 @@ def _children(selections: list, name: str) -> list:
 def selected_run_fields(info: Info) -> set[str]:
     """The fields asked of the run(s) the current field returns: of a connection's nodes (edges {
     node } and nodes), else of the field itself."""
+    return _fields(_run_selections(info))
+
+
+def _asks_per_case(selections: list) -> bool:
+    """Whether a run selection reads the per-case part of `sourceNative` (`metrics` without
+    `perCase: false`, or `raw`), which leaderboard rows leave out."""
+    stack = _children(selections, "sourceNative")
+    while stack:
+        selection = stack.pop()
+        if not isinstance(selection, SelectedField):  # a fragment inside sourceNative { … }
+            stack += selection.selections
+        elif selection.name == "raw" or (selection.name == "metrics" and selection.arguments.get("perCase", True) is not False):
+            return True
+    return False
+
+
+def _run_selections(info: Info) -> list:
     here = [selection for field in info.selected_fields for selection in field.selections]
     if {"edges", "nodes", "pageInfo"} & _fields(here):
-        return _fields(_children(_children(here, "edges"), "node") + _children(here, "nodes"))
-    return _fields(here)
+        return _children(_children(here, "edges"), "node") + _children(here, "nodes")
+    return here
+
+
+def rows_answer(info: Info) -> bool:
+    """Whether leaderboard rows (store/leaderboards.py ROW_FIELDS, per-case metrics left out)
+    answer what the query asks of the run(s) the current field returns."""
+    selections = _run_selections(info)
+    return _fields(selections) <= ROW_ANSWERS and not _asks_per_case(selections)
 
 
 async def run_connection(

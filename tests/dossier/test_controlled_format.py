@@ -11,6 +11,7 @@ from pathlib import Path
 
 from registry.comparison import cohort_of
 from registry.manifests import parse_manifest
+from resolvers import ids
 from server.bootstrap import bootstrap
 from server.settings import Settings
 from store.manifest_set import publish_set
@@ -92,3 +93,42 @@ async def test_older_dialect_runs_are_superseded_with_the_same_measurements(api,
     counts = {name: await db[name].count_documents({}) for name in ("runs", "events", "workloads", "implementations", "records")}
     await bootstrap(mongo_uri, settings, data)
     assert {name: await db[name].count_documents({}) for name in counts} == counts
+
+
+SOURCE_METRICS = """query($id: ID!) { run(id: $id) { sourceNative {
+  all: metrics { name value } runLevel: metrics(perCase: false) { name value }
+} } }"""
+
+
+async def test_per_case_metrics_can_be_left_out_of_a_runs_source_metrics(api, db, mongo_uri, tmp_path):
+    # Lists and pages ask for the run-level figures only: a controlled run carries ~1,300 per-case
+    # numbers (every sample), which only the dossier's case table needs.
+    await bootstrap(mongo_uri, Settings(database=db.name), _data_dir(tmp_path))
+    doc = await db.runs.find_one({"spec.sourceNative.source": "kernelindex", "current": True})
+    stored = doc["spec"]["sourceNative"]["metrics"]
+    native = (await api.data(SOURCE_METRICS, {"id": ids.encode("Run", doc["_id"])}))["run"]["sourceNative"]
+    assert {m["name"]: m["value"] for m in native["all"]} == stored and "case0_sample_0" in stored
+    assert native["runLevel"] == [{"name": k, "value": v} for k, v in sorted(stored.items()) if not k.startswith("case")]
+
+    # Another source's metrics are its own, whatever their names: nothing is left out.
+    other = {"latency_ms": 0.031, "case1_note": 2}
+    await db.runs.update_one({"_id": doc["_id"]}, {"$set": {"spec.sourceNative.source": "gpumode", "spec.sourceNative.metrics": other}})
+    native = (await api.data(SOURCE_METRICS, {"id": ids.encode("Run", doc["_id"])}))["run"]["sourceNative"]
+    assert native["runLevel"] == native["all"] == [{"name": "case1_note", "value": 2.0}, {"name": "latency_ms", "value": 0.031}]
+
+
+async def test_leaderboard_rows_leave_per_case_metrics_out_and_older_rows_are_rebuilt(api, db, mongo_uri, tmp_path):
+    settings, data = Settings(database=db.name), _data_dir(tmp_path)
+    await bootstrap(mongo_uri, settings, data)
+    doc = await db.runs.find_one({"spec.sourceNative.source": "kernelindex", "current": True})
+    board = await db.leaderboards.find_one({"_id": doc["groupKey"]})
+    assert len(board["rows"]) > 1
+    assert all(row["spec"]["sourceNative"]["metrics"] == {} for row in board["rows"])  # ours are all per-case
+
+    # A database from before (rows carrying every sample) gets its rows rebuilt on the next start.
+    older = [{**row, "spec": {**row["spec"], "sourceNative": {**row["spec"]["sourceNative"], "metrics": {"case0_status": 0}}}} for row in board["rows"]]
+    await db.leaderboards.update_one({"_id": doc["groupKey"]}, {"$set": {"rows": older}})
+    await db.comparison_groups.update_one({"_id": doc["groupKey"]}, {"$unset": {"leaderboard.shape": ""}})
+    await bootstrap(mongo_uri, settings, data)
+    assert (await db.leaderboards.find_one({"_id": doc["groupKey"]}))["rows"] == board["rows"]
+    assert (await db.comparison_groups.find_one({"_id": doc["groupKey"]}))["leaderboard"]["shape"] == 2

@@ -147,7 +147,7 @@ ROWS = """query($id: ID!, $after: String) { comparisonGroup(id: $id) {
   leader { digest title primaryMeasurement { display } }
   runs(first: 7, after: $after) {
     edges { cursor node { digest title name rank evidenceLevel observedAt primaryMeasurement { statistic valueNs display }
-                          sourceNative { metrics { name value } } implementation { name } %s } }
+                          sourceNative { metrics(perCase: false) { name value } } implementation { name } %s } }
     pageInfo { hasNextPage endCursor }
   } } }"""
 
@@ -184,6 +184,10 @@ async def test_the_api_answers_the_same_from_the_leaderboard_as_from_the_runs(db
             assert "runs" not in reads.finds  # the leaderboard answered: no run document read
             # Asking for the manifest too reads the runs themselves (the rows do not carry it).
             from_runs = await _walk(http, group, "manifest")
+            assert "runs" in reads.finds
+            # So does asking for every source metric: rows leave our per-case ones out.
+            reads.finds.clear()
+            await _walk(http, group, "everyMetric: sourceNative { metrics { name } }")
             assert "runs" in reads.finds
     assert sum(len(edges) for _, edges in from_board) == 22
     assert from_board == [
