@@ -62,7 +62,7 @@ def test_mode_strings():
     assert ext_fused.parse_mode("c1-w1-x1-xf:t2") == ((1, 1, 1, 1), 1 | 7 << 1)
     assert ext_fused.parse_mode("c2-w2-x1:diag-nosmem") == ((2, 2, 1, 0), 1 | (4 | 4 << 3) << 1)
     assert ext_fused.parse_mode("w256") == ((0, 0, 0, 0), 1 | 1 << 7)
-    assert ext_fused.parse_mode("c8-w8-x1:w256-nox") == ((8, 8, 1, 0), 1 | 1 << 7 | 3 << 1)
+    assert ext_fused.parse_mode("c8-w8-x1:w256-notransform") == ((8, 8, 1, 0), 1 | 1 << 7 | 2 << 1)
     with pytest.raises(ValueError, match="variant"):
         ext_fused.parse_mode("auto:fast")
     for bad in ("c3-w1-x1", "c2-w4-x1", "fast"):

@@ -17,8 +17,8 @@ transforms its own box while its previous wgmma runs), "t1" (the 7th session's d
 transform warpgroup, 512 threads; "t2", the default since the 8th, has two taking alternate
 k-blocks, 640 threads, setmaxnreg), "w256" (the 9th session's wide kernel: 128×256 tiles — a row
 block's columns as 256 + 256 + 128 — two m64n256 consumer warpgroups, one transform warpgroup whose
-thread 0 issues the TMA loads, 384 threads; its own plan table; "w256-notransform" / "w256-nox" its
-timing-only diagnostics) and "diag-notransform"
+thread 0 issues the TMA loads and that loads x̂ into registers, 384 threads; its own plan table;
+"w256-notransform" its timing-only diagnostic: a plain GEMM's bytes) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
 q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
 "diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
@@ -70,10 +70,10 @@ def load(verbose: bool = False):
 
 
 # flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32, kConsumer, kT2), 4-6 (kFastDiag's parts
-# left out) and 7 (the wide kernel: 128×256 tiles, 384 threads; kFast, kNoTransform, kNoX only)
+# left out) and 7 (the wide kernel: 128×256 tiles, 384 threads; kFast, kNoTransform only)
 WIDE = 1 << 6
 VARIANTS = {"": 7, "t2": 7, "t1": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
-            "diag-nosmem": 4 | 4 << 3, "w256": WIDE, "w256-notransform": WIDE | 2, "w256-nox": WIDE | 3}
+            "diag-nosmem": 4 | 4 << 3, "w256": WIDE, "w256-notransform": WIDE | 2}
 
 
 def is_wide(flags: int) -> bool:

@@ -214,6 +214,8 @@ struct Params {
   int kbw;                 // B·nkbs
   int cl, sw, sx, nwt, nxt, ncw, ncx, x_first;
   int diag;                // kFastDiag only: bit 0 no arithmetic, 1 no proxy fence, 2 no shared loads/stores
+  const uint4* xq;         // q_normed, k_normed: the wide kernel's transform reads x̂ from global memory
+  const uint4* xk;
   unsigned long long* timeline;
 };
 
@@ -952,26 +954,69 @@ __device__ __forceinline__ void wgmma_m64n128k16_w(float (&d)[128], uint64_t des
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
 }
 
+// transform_kblock<true> with x̂ from registers (the wide kernel: x[bx][i] holds the chunk this
+// thread rewrites in row (t >> 3) + 16i of box bx, loaded from global memory a k-block ahead).
+__device__ __forceinline__ void transform_kblock_xr(uint8_t* gbox, const uint4 (&x)[2][4], const __nv_bfloat16* wtab16,
+                                                    const float* rsm, int seq, int s_row0, int row_step, int head, int d0,
+                                                    int col_step, int t) {
+  const int pch = t & 7;
+  const int r0 = t >> 3;
+  const int c = pch ^ (r0 & 7);
+  const __nv_bfloat16* wt16 = wtab16 + (head < 4 ? 0 : kD) + d0 + c * 8;
+  uint4 g[2][4], w16[2];
+  float rs[2][4], mm[2][4];
+#pragma unroll
+  for (int bx = 0; bx < 2; ++bx) {
+    w16[bx] = *reinterpret_cast<const uint4*>(wt16 + bx * col_step);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = r0 + 16 * i;
+      g[bx][i] = *reinterpret_cast<const uint4*>(gbox + bx * kBoxBytes + r * 128 + pch * 16);
+      rs[bx][i] = rsm[bx * row_step + r];
+      mm[bx][i] = rsm[kBM + bx * row_step + r];
+    }
+  }
+#pragma unroll
+  for (int bx = 0; bx < 2; ++bx) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = r0 + 16 * i;
+      float gf[8], xf[8], o[8];
+      unpack8(make_uint4(hfma2_bf16(g[bx][i].x, w16[bx].x, g[bx][i].x), hfma2_bf16(g[bx][i].y, w16[bx].y, g[bx][i].y),
+                         hfma2_bf16(g[bx][i].z, w16[bx].z, g[bx][i].z), hfma2_bf16(g[bx][i].w, w16[bx].w, g[bx][i].w)),
+              gf);
+      unpack8(x[bx][i], xf);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) o[k] = rs[bx][i] * (gf[k] - mm[bx][i] * xf[k]);
+      if (s_row0 + bx * row_step + r < seq)
+        *reinterpret_cast<uint4*>(gbox + bx * kBoxBytes + r * 128 + pch * 16) =
+            make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
+    }
+  }
+}
+
 // ------------------------------------------------------------------ 3. the wide kernel (mode w256)
 // Tiles of 128 rows × 256 columns (640 = 256 + 256 + 128: a row block's third tile is 128 wide),
-// so every G element is made 3 times per GEMM instead of 5 and each k-block's g/x̂ boxes (32 KiB)
-// feed twice the wgmma work of a 128×128 tile. 384 threads, launched at 168 registers: warpgroup 0
-// the transform (kFast's), its thread 0 also the TMA producer, warps 1-3 the norm-weight finalize
-// once the k-blocks are done; warpgroups 1-2 the consumers, each 64 rows × 256 columns with one
-// m64n256k16 per k-step (128 fp32 accumulators; 160 over 320-column tiles spilled at 168 and 512
-// threads cap every thread at 128 — ptxas allocates for the launch bound, setmaxnreg does not
-// raise it). Stages of 64 KiB (g, x̂, B's four 64-column boxes): 3 fit. The producer loads k-block
-// i + 2 after the transform released k-block i (it waits for k-block i - 1's stage: the consumers
-// free it once k-block i's wgmma is issued, so the transform of i + 1 runs under wgmma i). Split-K
-// across a cluster as the 128×128 kernel (the fp32 partial tile, 128 KiB, lives in the stages).
-// Variants: kFast (the result), kNoTransform and kNoX (timing only, as the 128×128 kernel's).
+// so every G element is made 3 times per GEMM instead of 5 and each k-block's g boxes feed twice
+// the wgmma work of a 128×128 tile. 384 threads, launched at 168 registers: warpgroup 0 the
+// transform, its thread 0 also the TMA producer, warps 1-3 the norm-weight finalize once the
+// k-blocks are done; warpgroups 1-2 the consumers, each 64 rows × 256 columns with one m64n256k16
+// per k-step (128 fp32 accumulators; 160 over 320-column tiles spilled at 168, and 512 threads
+// cap every thread at 128 — ptxas allocates for the launch bound, setmaxnreg does not raise it).
+// Stages of 48 KiB (g, then G, and B's four 64-column boxes), 4 of them: x̂ is not staged — each
+// transform thread loads the 8 x̂ chunks it needs into registers a k-block ahead (call 1 staged
+// x̂ in 64 KiB stages, 3 of them, and the ring ran dry: LOG.md). The producer loads k-block i + 3
+// after the transform released k-block i, into k-block i - 1's stage (the consumers free it once
+// wgmma i is issued, so the transform of i + 1 runs under wgmma i). Split-K across a cluster as
+// the 128×128 kernel (the fp32 partial tile, 128 KiB, lives in the stages).
+// Variants: kFast (the result), kNoTransform (timing only: no transform, no x̂: a plain GEMM's bytes).
 constexpr int kWThreads = 384;
 constexpr int kWBN = 256;
 constexpr int kWNT = 3;              // column tiles per row block: 256, 256, 128 wide
 constexpr int kWBoxes = kWBN / 64;   // 4
-constexpr int kWStages = 3;
-constexpr int kWBBytes = kBK * kWBN * 2;                    // 32 KiB
-constexpr int kWStageBytes = kABytes + kXBytes + kWBBytes;  // 64 KiB
+constexpr int kWStages = 4;
+constexpr int kWBBytes = kBK * kWBN * 2;          // 32 KiB
+constexpr int kWStageBytes = kABytes + kWBBytes;  // 48 KiB: g (then G) and B; x̂ goes to registers
 constexpr int kWPrefetch = kWStages - 1;
 constexpr int kWSmemBytes = kWStages * kWStageBytes + 1024 + 512 + 2 * kD * 4 + kWStages * kRowSlot + 2 * kD * 2;
 static_assert(kBM * kWBN * 4 <= kWStages * kWStageBytes, "the partial tile fits in the stages");
@@ -1055,7 +1100,7 @@ __device__ __forceinline__ void mainloop_w(float (&acc)[128], int kb0, int kb1, 
     mbar_wait(&ready[pos.stage], pos.phase);
     wgmma_fence();
     const uint32_t a_base = smem_u32(stage_base + pos.stage * kWStageBytes) + wg * kBoxBytes;
-    const uint32_t b_base = smem_u32(stage_base + pos.stage * kWStageBytes + kABytes + kXBytes);
+    const uint32_t b_base = smem_u32(stage_base + pos.stage * kWStageBytes + kABytes);
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
       const uint64_t da = TA ? make_desc_sw128(a_base + ks * 2048, kBoxBytes, 1024) : make_desc_sw128(a_base + ks * 32, 16, 1024);
@@ -1086,8 +1131,7 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
   float* rsm_ring = wtab + 2 * kD;                                                  // [kWStages][2][kBM]
   __nv_bfloat16* wtab16 = reinterpret_cast<__nv_bfloat16*>(rsm_ring + kWStages * 2 * kBM);  // [2][256]: w
   auto sa = [&](int st) { return stage_base + st * kWStageBytes; };
-  auto sx = [&](int st) { return stage_base + st * kWStageBytes + kABytes; };
-  auto sb = [&](int st) { return stage_base + st * kWStageBytes + kABytes + kXBytes; };
+  auto sb = [&](int st) { return stage_base + st * kWStageBytes + kABytes; };
 
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
@@ -1128,34 +1172,23 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
     auto load = [&](int i) {  // thread 0: the TMA loads of local k-block i
       const int kb = w.kb0 + i;
       const int head = kb_head(kb);
-      const bool normed = head < 5 && kVariant != kNoX;
       mbar_wait(&empty[ppos.stage], ppos.phase ^ 1);
-      mbar_expect_tx(&full[ppos.stage], (normed ? kABytes + kXBytes : kABytes) + cols * kBK * 2);
+      mbar_expect_tx(&full[ppos.stage], kABytes + cols * kBK * 2);
       uint8_t* a = sa(ppos.stage);
-      uint8_t* x = sx(ppos.stage);
       uint8_t* bt = sb(ppos.stage);
       uint64_t* bar = &full[ppos.stage];
       const CUtensorMap* gm = head < 4 ? &maps.gq : (head == 4 ? &maps.gk : &maps.gv);
-      const CUtensorMap* xm = head < 4 ? &maps.xq : &maps.xk;
       if (w.is_w) {
         const int b = kb / p.nkbs;
         const int s0 = (kb - b * p.nkbs) * kBK;
         const int z = head < 4 ? b * 4 + head : b;
 #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const int d0 = (m0 + c * 64) & 255;
-          tma_load_3d(a + c * kBoxBytes, gm, bar, d0, s0, z);
-          if (normed) tma_load_3d(x + c * kBoxBytes, xm, bar, d0, s0, z);
-        }
+        for (int c = 0; c < 2; ++c) tma_load_3d(a + c * kBoxBytes, gm, bar, (m0 + c * 64) & 255, s0, z);
         for (int c = 0; c < cols / 64; ++c) tma_load_3d(bt + c * kBoxBytes, &maps.x, bar, col0 + c * 64, s0, b);
       } else {
         const int z = head < 4 ? xb * 4 + head : xb;
-        const int d0 = (kb & 3) * kBK;
 #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          tma_load_3d(a + c * kBoxBytes, gm, bar, d0, xs0 + c * 64, z);
-          if (normed) tma_load_3d(x + c * kBoxBytes, xm, bar, d0, xs0 + c * 64, z);
-        }
+        for (int c = 0; c < 2; ++c) tma_load_3d(a + c * kBoxBytes, gm, bar, (kb & 3) * kBK, xs0 + c * 64, z);
         const CUtensorMap* wmap = kb < 16 ? &maps.wq : (kb < 20 ? &maps.wk : &maps.wv);
         const int wrow = (kb < 16 ? kb : (kb < 20 ? kb - 16 : kb - 20)) * kBK;
         for (int c = 0; c < cols / 64; ++c) tma_load_2d(bt + c * kBoxBytes, wmap, bar, col0 + c * 64, wrow);
@@ -1170,6 +1203,29 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
         b = xb;
         s0 = xs0;
       }
+    };
+    // x̂ of this thread's 8 chunks of local k-block i (the chunks transform_kblock_xr rewrites),
+    // loaded into registers a k-block ahead: zero past S and for V's k-blocks.
+    auto load_x = [&](int i, uint4 (&x)[2][4]) {
+      const int kb = w.kb0 + i;
+      const int head = kb_head(kb);
+      int b, s0;
+      kb_rows(kb, b, s0);
+      const int row_step = w.is_w ? 0 : 64, col_step = w.is_w ? 64 : 0;
+      const int d0 = w.is_w ? (m0 & 255) : (kb & 3) * kBK;
+      const int r0 = t >> 3;
+      const int c = (t & 7) ^ (r0 & 7);
+      const uint4* xbase = head < 4 ? p.xq + (static_cast<long long>(b) * 4 + head) * p.seq * 32
+                                    : p.xk + static_cast<long long>(b) * p.seq * 32;
+#pragma unroll
+      for (int bx = 0; bx < 2; ++bx)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int s = s0 + bx * row_step + r0 + 16 * j;
+          x[bx][j] = make_uint4(0, 0, 0, 0);
+          if (kVariant == kFast && i < nkb && head < 5 && s < p.seq)
+            x[bx][j] = __ldg(xbase + static_cast<long long>(s) * 32 + ((d0 + bx * col_step) >> 3) + c);
+        }
     };
     auto issue = [&](int i) {  // rstd, m of the rows of local k-block i into slot i % kWStages
       const int kb = w.kb0 + i;
@@ -1197,6 +1253,8 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
     if (kVariant == kFast && any_norm) pdl_wait();  // m comes from the stats kernel
 #pragma unroll
     for (int i = 0; i < kWPrefetch; ++i) issue(i);
+    uint4 xc[2][4], xn[2][4];
+    if (nkb > 0) load_x(0, xc);
     RingPos<kWStages> pos;
     for (int i = 0; i < nkb; ++i) {
       const int kb = w.kb0 + i;
@@ -1204,18 +1262,23 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
       cp_async_wait<kWPrefetch - 1>();
       named_barrier_sync(3, 128);  // every row of slot i landed; slot i - 1 is free
       issue(i + kWPrefetch);
+      load_x(i + 1, xn);
       mbar_wait(&full[pos.stage], pos.phase);
       if (kVariant == kFast && head < 5) {
         const float* rsm = rsm_ring + (i % kWStages) * 2 * kBM;
         int b, s0;
         kb_rows(kb, b, s0);
         if (w.is_w) {  // both boxes: tokens s0.., dims m0 and m0 + 64
-          transform_kblock<true>(sa(pos.stage), sx(pos.stage), wtab, wtab16, rsm, p.seq, s0, 0, head, m0 & 255, 64, t);
+          transform_kblock_xr(sa(pos.stage), xc, wtab16, rsm, p.seq, s0, 0, head, m0 & 255, 64, t);
         } else {  // box c: positions xs0 + 64c.., dims (kb & 3)·64
-          transform_kblock<true>(sa(pos.stage), sx(pos.stage), wtab, wtab16, rsm, p.seq, s0, 64, head, (kb & 3) * kBK, 0, t);
+          transform_kblock_xr(sa(pos.stage), xc, wtab16, rsm, p.seq, s0, 64, head, (kb & 3) * kBK, 0, t);
         }
         fence_proxy_async_shared();
       }
+#pragma unroll
+      for (int bx = 0; bx < 2; ++bx)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) xc[bx][j] = xn[bx][j];
       __syncwarp();
       if (lane == 0) mbar_arrive(&ready[pos.stage]);
       pos.advance();
@@ -1417,7 +1480,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, int wide, lon
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
 // 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag;
-// bit 7 the wide kernel, 128×256 tiles, variants kFast, kNoTransform, kNoX only) [29 timeline [grid][4] u64 or 0; not the wide kernel]
+// bit 7 the wide kernel, 128×256 tiles, variants kFast, kNoTransform only) [29 timeline [grid][4] u64 or 0; not the wide kernel]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
   if (n < 29) return kErrArguments;
@@ -1487,14 +1550,14 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.ncx = pl.ncx;
   p.x_first = pl.x_first;
   p.diag = (flags >> 4) & 7;
+  p.xq = static_cast<const uint4*>(ptr(11));
+  p.xk = static_cast<const uint4*>(ptr(12));
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
   const int variant = (flags >> 1) & 7;
   if (variant > kT2) return kErrArguments;
-  if (wide && variant != kFast && variant != kNoTransform && variant != kNoX) return kErrArguments;
-  auto kfn = wide ? (variant == kNoTransform ? wide_gemm_kernel<kNoTransform>
-                     : variant == kNoX       ? wide_gemm_kernel<kNoX>
-                                             : wide_gemm_kernel<kFast>)
+  if (wide && variant != kFast && variant != kNoTransform) return kErrArguments;
+  auto kfn = wide ? (variant == kNoTransform ? wide_gemm_kernel<kNoTransform> : wide_gemm_kernel<kFast>)
              : variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
               : variant == kNoX         ? fused_gemm_kernel<kNoX>
