@@ -1253,38 +1253,40 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
     if (kVariant == kFast && any_norm) pdl_wait();  // m comes from the stats kernel
 #pragma unroll
     for (int i = 0; i < kWPrefetch; ++i) issue(i);
-    uint4 xc[2][4], xn[2][4];
-    if (nkb > 0) load_x(0, xc);
     RingPos<kWStages> pos;
-    for (int i = 0; i < nkb; ++i) {
+    // k-block i with x̂ in xcur; x̂ of k-block i + 1 loaded into xnext (two register sets taken in
+    // turn: a copy at the end of each k-block made it wait for the loads it had just issued, call 2)
+    auto step = [&](int i, uint4 (&xcur)[2][4], uint4 (&xnext)[2][4]) {
       const int kb = w.kb0 + i;
       const int head = kb_head(kb);
       cp_async_wait<kWPrefetch - 1>();
       named_barrier_sync(3, 128);  // every row of slot i landed; slot i - 1 is free
       issue(i + kWPrefetch);
-      load_x(i + 1, xn);
+      load_x(i + 1, xnext);
       mbar_wait(&full[pos.stage], pos.phase);
       if (kVariant == kFast && head < 5) {
         const float* rsm = rsm_ring + (i % kWStages) * 2 * kBM;
         int b, s0;
         kb_rows(kb, b, s0);
         if (w.is_w) {  // both boxes: tokens s0.., dims m0 and m0 + 64
-          transform_kblock_xr(sa(pos.stage), xc, wtab16, rsm, p.seq, s0, 0, head, m0 & 255, 64, t);
+          transform_kblock_xr(sa(pos.stage), xcur, wtab16, rsm, p.seq, s0, 0, head, m0 & 255, 64, t);
         } else {  // box c: positions xs0 + 64c.., dims (kb & 3)·64
-          transform_kblock_xr(sa(pos.stage), xc, wtab16, rsm, p.seq, s0, 64, head, (kb & 3) * kBK, 0, t);
+          transform_kblock_xr(sa(pos.stage), xcur, wtab16, rsm, p.seq, s0, 64, head, (kb & 3) * kBK, 0, t);
         }
         fence_proxy_async_shared();
       }
-#pragma unroll
-      for (int bx = 0; bx < 2; ++bx)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) xc[bx][j] = xn[bx][j];
       __syncwarp();
       if (lane == 0) mbar_arrive(&ready[pos.stage]);
       pos.advance();
-      // k-block i + 2 into k-block i - 1's stage: the consumers free it once wgmma i is issued
+      // k-block i + 3 into k-block i - 1's stage: the consumers free it once wgmma i is issued
       if (t == 0 && i >= 1 && i + kWStages - 1 < nkb) load(i + kWStages - 1);
       __syncwarp();
+    };
+    uint4 xa[2][4], xb[2][4];
+    if (nkb > 0) load_x(0, xa);
+    for (int i = 0; i < nkb; i += 2) {
+      step(i, xa, xb);
+      if (i + 1 < nkb) step(i + 1, xb, xa);
     }
     cp_async_wait<0>();
     if (warp >= 1 && p.norm_parts > 0) {
