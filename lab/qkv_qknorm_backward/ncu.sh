@@ -5,7 +5,7 @@
 set -u
 OUT=${1:?out dir}; T=${2:-8192}
 mkdir -p "$OUT"
-export KERNELINDEX_BUILD_DIR=/tmp/kbuild PYTHONUNBUFFERED=1
+export KERNELINDEX_BUILD_DIR=/tmp/kbuild PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p /tmp/kbuild && cp -r build/kidx_build/. /tmp/kbuild/ 2>/dev/null
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
 echo "ncu: $NCU"
