@@ -21,6 +21,8 @@
 //
 // Warp roles (512 threads): warp 0 TMA producer; warps 1-3 norm-weight finalize; warpgroup 1
 // the transform; warpgroups 2-3 wgmma consumers (64 rows each, m64n128k16).
+// The wide kernel (mode w256, section 3 below) is the 9th session's 128×256 variant of step 2:
+// correct, slower than the default (LOG.md).
 // Host API (extern "C", ctypes): kidxf_plan, kidxf_launch, kidxf_error.
 #include <cuda.h>
 #include <cuda_bf16.h>
