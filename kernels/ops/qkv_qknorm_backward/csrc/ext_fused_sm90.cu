@@ -1011,9 +1011,10 @@ __device__ __forceinline__ void transform_kblock_xr(uint8_t* gbox, const uint4 (
 // cap every thread at 128 — ptxas allocates for the launch bound, setmaxnreg does not raise it).
 // Stages of 48 KiB (g, then G, and B's four 64-column boxes), 4 of them: x̂ is not staged — each
 // transform thread loads the 8 x̂ chunks it needs into registers a k-block ahead (call 1 staged
-// x̂ in 64 KiB stages, 3 of them). The producer thread issues each load as soon as its stage is
-// free (polled between k-blocks) and waits only for the load the transform needs next (`pump`).
-// Split-K across a cluster as the 128×128 kernel (the fp32 partial tile, 128 KiB, in the stages).
+// x̂ in 64 KiB stages, 3 of them, and the ring ran dry: LOG.md). The producer loads k-block i + 3
+// after the transform released k-block i, into k-block i - 1's stage (the consumers free it once
+// wgmma i is issued, so the transform of i + 1 runs under wgmma i). Split-K across a cluster as
+// the 128×128 kernel (the fp32 partial tile, 128 KiB, lives in the stages).
 // Variants: kFast (the result), kNoTransform (timing only: no transform, no x̂: a plain GEMM's bytes).
 constexpr int kWThreads = 384;
 constexpr int kWBN = 256;
@@ -1251,18 +1252,8 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
       }
       cp_async_commit();
     };
-    int next_load = 0;  // thread 0: the loads issued so far
-    // Thread 0 issues every load whose stage is free without waiting, and waits only for the load of
-    // k-block `need` (the one the transform is about to take). Call 3 (Nsight Compute) found it
-    // waiting for k-block i - 1's release right after each k-block: the transform of i + 1, and so
-    // the consumers' next wgmma, waited behind that release through one thread.
-    auto pump = [&](int need) {
-      while (next_load < nkb) {
-        if (next_load > need && !mbar_try_wait(smem_u32(&empty[ppos.stage]), ppos.phase ^ 1)) break;
-        load(next_load++);
-      }
-    };
-    if (t == 0) pump(kWStages - 1);  // the stages are free
+    if (t == 0)
+      for (int i = 0; i < kWStages && i < nkb; ++i) load(i);  // the stages are free
     __syncwarp();
     const bool any_norm = nkb > 0 && (w.is_w ? (m0 >> 8) < 5 : w.kb0 < 20);
     if (kVariant == kFast && any_norm) pdl_wait();  // m comes from the stats kernel
@@ -1278,8 +1269,6 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
       named_barrier_sync(3, 128);  // every row of slot i landed; slot i - 1 is free
       issue(i + kWPrefetch);
       load_x(i + 1, xnext);
-      if (t == 0) pump(i);  // waits only if k-block i's load is not out yet (its stage was k-block i - 4's)
-      __syncwarp();
       mbar_wait(&full[pos.stage], pos.phase);
       if (kVariant == kFast && head < 5) {
         const float* rsm = rsm_ring + (i % kWStages) * 2 * kBM;
@@ -1295,7 +1284,8 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
       __syncwarp();
       if (lane == 0) mbar_arrive(&ready[pos.stage]);
       pos.advance();
-      if (t == 0) pump(-1);  // whatever the consumers have freed, without waiting
+      // k-block i + 3 into k-block i - 1's stage: the consumers free it once wgmma i is issued
+      if (t == 0 && i >= 1 && i + kWStages - 1 < nkb) load(i + kWStages - 1);
       __syncwarp();
     };
     uint4 xa[2][4], xb[2][4];
