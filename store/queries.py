@@ -11,6 +11,7 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
+from store import events
 from store.leaderboards import ROW_FIELDS
 
 Doc = dict[str, Any]
@@ -19,6 +20,9 @@ Doc = dict[str, Any]
 # The first window of `seq` values a runs page reads, per run wanted: seq also numbers events,
 # so a window holds fewer runs than values (0.7 to 0.95 per value in bulk imports).
 WINDOW_PER_RUN = 2
+# ... and of events, for the plain list: a publication takes a run.published and a group.changed
+# event and, when the #1 changes, a record's number (events are small: a wide window costs little).
+EVENTS_PER_RUN = 4
 MIN_WINDOW = 32
 WIDEST_WINDOW = 256
 
@@ -43,20 +47,14 @@ async def runs_page(
 
     Runs are read in windows of `seq` (the event sequence, dense across runs and events) that
     grow geometrically, each one an index range: SecantusDB otherwise sorts every matching
-    document to find the newest hundred. A sparse filter costs a few more windows."""
+    document to find the newest hundred. A sparse filter costs a few more windows. The plain
+    list (no filter but `current`) walks the events' windows and reads only the runs it keeps."""
     upper = after_seq
     if upper is None:
         counter = await db.counters.find_one({"_id": "events"}, {"seq": 1})
         upper = (counter or {}).get("seq", 0) + 1
     wanted = first + 1
     docs: list[Doc] = []
-    window = max(MIN_WINDOW, WINDOW_PER_RUN * wanted)
-    # No window is wider than WIDEST_WINDOW or four first windows: past a stretch of seq values
-    # without runs (a catalog import numbers its records' history after its runs) the geometric
-    # steps below would otherwise land on a window holding thousands of runs, every one fetched
-    # (392 ms for one page of 100 at the bundled data's 7,887 runs). An empty window costs about a
-    # millisecond; a long gap costs a few of them instead.
-    widest = max(WIDEST_WINDOW, 4 * window)
     # SecantusDB walks the `seq` index only for a filter that is the range alone: with
     # `current: true` beside it, it scans and sorts every run (110 ms at 7,885 runs on the shared
     # machine, growing with the store). So the plain newest-runs list (`current` or nothing) asks
@@ -64,10 +62,20 @@ async def runs_page(
     checked = query if set(query) <= {"current"} else {}
     fields = None if projection is None else {**projection, "seq": 1, **dict.fromkeys(checked, 1)}
     asked = {k: v for k, v in query.items() if k not in checked}
+    window = max(MIN_WINDOW, (WINDOW_PER_RUN if asked else EVENTS_PER_RUN) * wanted)
+    # No window is wider than WIDEST_WINDOW or four first windows: past a stretch of seq values
+    # without runs (a catalog import numbers its records' history after its runs) the geometric
+    # steps below would otherwise land on a window holding thousands of runs, every one fetched
+    # (392 ms for one page of 100 at the bundled data's 7,887 runs). An empty window costs about a
+    # millisecond; a long gap costs a few of them instead.
+    widest = max(WIDEST_WINDOW, 4 * window)
     while len(docs) < wanted and upper > 0:
         lower = max(0, upper - window)
         need = wanted - len(docs)
-        found = await db.runs.find({**asked, "seq": {"$gte": lower, "$lt": upper}}, fields).sort("seq", -1).limit(need).to_list()
+        if asked:
+            found = await db.runs.find({**asked, "seq": {"$gte": lower, "$lt": upper}}, fields).sort("seq", -1).limit(need).to_list()
+        else:
+            found = await _published_runs(db, lower, upper, need, fields)
         docs += [d for d in found if all(d.get(k) == v for k, v in checked.items())]
         if len(found) == need:  # the window may hold more (superseded ones were left out): go on below the last
             upper = found[-1]["seq"]
@@ -82,6 +90,21 @@ async def runs_page(
         window = min(window, widest)
         upper = lower
     return docs[:first], len(docs) > first
+
+
+async def _published_runs(db: AsyncDatabase, lower: int, upper: int, need: int, fields: dict[str, int] | None) -> list[Doc]:
+    """The newest `need` runs published with a seq in [lower, upper), newest first, found by their
+    `run.published` events (a run and its event share a seq; both are written in one transaction).
+    SecantusDB fetches every document of a range before a limit applies: a range of events (~0.3
+    kB each) instead of runs (ours carry every per-case sample, ~42 kB) costs little, and only the
+    runs the page needs are read, by `_id`."""
+    window = db.events.find({"seq": {"$gte": lower, "$lt": upper}}, {"_id": 0, "seq": 1, "type": 1, "runDigest": 1})
+    found = await window.batch_size(upper - lower + 1).to_list()  # one round trip: a seq is unique
+    published = sorted((e for e in found if e["type"] == "run.published"), key=lambda e: e["seq"], reverse=True)[:need]
+    if not published:
+        return []
+    runs = {d["_id"]: d for d in await db.runs.find({"_id": {"$in": [e["runDigest"] for e in published]}}, fields).to_list()}
+    return [runs[e["runDigest"]] for e in published if e["runDigest"] in runs]
 
 
 async def attestations_page(db: AsyncDatabase, *, subject: str, first: int, after_seq: int | None) -> tuple[list[Doc], bool]:
@@ -146,7 +169,7 @@ class ListedDefinition:
 class _Listing:
     count: int
     definitions: list[ListedDefinition]
-    gpu_count: int = -1
+    gpu_count: int = -1  # the event counter the GPUs were read at
     gpus: dict[str, str] = field(default_factory=dict)  # definition digest -> its groups' GPUs, lower-cased
 
 
@@ -179,7 +202,10 @@ async def _definition_listing(db: AsyncDatabase, *, with_gpus: bool, fresh: bool
         ).to_list()
         listing = _Listing(count=count, definitions=sorted(map(_listed, docs), key=lambda d: d.order))
     if with_gpus:
-        groups = await db.comparison_groups.estimated_document_count()
+        # A group is only ever created in a transaction that also takes an event number, and its
+        # definition and GPU never change: while the event counter reads the same, so do these.
+        # (Counting the groups instead walks all of them: 1,913 in the bundled data, 50,000+ at scale.)
+        groups = await events.last_seq(db)
         if groups != listing.gpu_count:
             gpus: dict[str, list[str]] = {}
             async for group in db.comparison_groups.find({}, {"definitionDigest": 1, "gpu": 1}):
@@ -225,7 +251,7 @@ async def definitions_page(db: AsyncDatabase, *, words: list[str], first: int, a
     kept = _LISTINGS.get((id(db.client), db.name))
     if kept is not None and (not words or kept.gpu_count >= 0):
         page, more, total = _page_of(kept, words, first, after_name)
-        counts = [db.definitions.estimated_document_count()] + ([db.comparison_groups.estimated_document_count()] if words else [])
+        counts = [db.definitions.estimated_document_count()] + ([events.last_seq(db)] if words else [])
         (count, *groups), found = await asyncio.gather(asyncio.gather(*counts), _documents(db, page))
         if count == kept.count and groups in ([], [kept.gpu_count]) and len(found) == len(page):
             return [found[d.digest] for d in page], more, total

@@ -101,7 +101,8 @@ class SourceNative:
         if not per_case:
             metrics = run_level_metrics(self.source, metrics)
         return [
-            Metric(name=k, value=_number(v), text=None if _number(v) is not None or v is None else str(v)) for k, v in sorted(metrics.items())
+            Metric(name=k, value=_number(v), text=None if _number(v) is not None or v is None else str(v))
+            for k, v in sorted(metrics.items())
         ]
 
 

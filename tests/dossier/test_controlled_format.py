@@ -126,7 +126,10 @@ async def test_leaderboard_rows_leave_per_case_metrics_out_and_older_rows_are_re
     assert all(row["spec"]["sourceNative"]["metrics"] == {} for row in board["rows"])  # ours are all per-case
 
     # A database from before (rows carrying every sample) gets its rows rebuilt on the next start.
-    older = [{**row, "spec": {**row["spec"], "sourceNative": {**row["spec"]["sourceNative"], "metrics": {"case0_status": 0}}}} for row in board["rows"]]
+    older = [
+        {**row, "spec": {**row["spec"], "sourceNative": {**row["spec"]["sourceNative"], "metrics": {"case0_status": 0}}}}
+        for row in board["rows"]
+    ]
     await db.leaderboards.update_one({"_id": doc["groupKey"]}, {"$set": {"rows": older}})
     await db.comparison_groups.update_one({"_id": doc["groupKey"]}, {"$unset": {"leaderboard.shape": ""}})
     await bootstrap(mongo_uri, settings, data)

@@ -1,0 +1,43 @@
+"""The newest-runs list (store.queries.runs_page) against the runs themselves: every page in seq
+order, superseded runs left out of the current list, across a long stretch of sequence numbers
+with no run (a catalog import numbers its records' history after its runs)."""
+
+from store import events
+from store.publish import publish, publish_many
+from store.queries import runs_page
+from tests import factories
+
+
+async def _walk(db, query: dict, first: int) -> list[str]:
+    """Every page of the list, following each page's last seq."""
+    out, after = [], None
+    while True:
+        page, more = await runs_page(db, query=query, first=first, after_seq=after)
+        out += [doc["_id"] for doc in page]
+        if not more:
+            return out
+        after = page[-1]["seq"]
+
+
+async def test_newest_runs_are_every_run_in_seq_order_across_a_gap(db, mongo_uri):
+    # SYNTHETIC runs: 30, then 4,000 sequence numbers taken by no run, then 30 more, 5 of which
+    # correct (supersede) earlier records.
+    await publish_many(db, [factories.run_bundle(f"a{i}", score=i / 100, user=f"a{i}") for i in range(30)])
+    await events.reserve(db, 4_000)
+    await publish_many(db, [factories.run_bundle(f"b{i}", score=i / 100, user=f"b{i}") for i in range(25)])
+    for i in range(5):
+        await publish(db, factories.run_bundle(f"a{i}", score=0.9, user=f"a{i}"))
+
+    by_seq = [doc async for doc in db.runs.find({}, {"seq": 1, "current": 1}).sort("seq", -1)]
+    assert len(by_seq) == 60
+    for first in (1, 7, 100):
+        assert await _walk(db, {"current": True}, first) == [d["_id"] for d in by_seq if d["current"]]
+        assert await _walk(db, {}, first) == [d["_id"] for d in by_seq]
+    # A filter beside it takes the runs' own windows: the same answer.
+    source = (await db.runs.find_one({}))["source"]
+    assert await _walk(db, {"source": source, "current": True}, 4) == [d["_id"] for d in by_seq if d["current"]]
+
+    # A page that starts just above the gap ends below it.
+    current = [d for d in by_seq if d["current"]]
+    page, more = await runs_page(db, query={"current": True}, first=10, after_seq=current[24]["seq"])
+    assert [d["_id"] for d in page] == [d["_id"] for d in current[25:35]] and more
