@@ -75,7 +75,7 @@ async def runs_page(
         if asked:
             found = await db.runs.find({**asked, "seq": {"$gte": lower, "$lt": upper}}, fields).sort("seq", -1).limit(need).to_list()
         else:
-            found = await _published_runs(db, lower, upper, need, fields)
+            found = await _published_runs(db, lower, upper, need)
         docs += [d for d in found if all(d.get(k) == v for k, v in checked.items())]
         if len(found) == need:  # the window may hold more (superseded ones were left out): go on below the last
             upper = found[-1]["seq"]
@@ -92,18 +92,19 @@ async def runs_page(
     return docs[:first], len(docs) > first
 
 
-async def _published_runs(db: AsyncDatabase, lower: int, upper: int, need: int, fields: dict[str, int] | None) -> list[Doc]:
+async def _published_runs(db: AsyncDatabase, lower: int, upper: int, need: int) -> list[Doc]:
     """The newest `need` runs published with a seq in [lower, upper), newest first, found by their
     `run.published` events (a run and its event share a seq; both are written in one transaction).
     SecantusDB fetches every document of a range before a limit applies: a range of events (~0.3
     kB each) instead of runs (ours carry every per-case sample, ~42 kB) costs little, and only the
-    runs the page needs are read, by `_id`."""
+    runs the page needs are read, by `_id`, whole: SecantusDB projects a document slower than it
+    sends it (11 of our runs: 15.7 ms whole, 26.9 ms with LISTED_FIELDS)."""
     window = db.events.find({"seq": {"$gte": lower, "$lt": upper}}, {"_id": 0, "seq": 1, "type": 1, "runDigest": 1})
     found = await window.batch_size(upper - lower + 1).to_list()  # one round trip: a seq is unique
     published = sorted((e for e in found if e["type"] == "run.published"), key=lambda e: e["seq"], reverse=True)[:need]
     if not published:
         return []
-    runs = {d["_id"]: d for d in await db.runs.find({"_id": {"$in": [e["runDigest"] for e in published]}}, fields).to_list()}
+    runs = {d["_id"]: d for d in await db.runs.find({"_id": {"$in": [e["runDigest"] for e in published]}}).to_list()}
     return [runs[e["runDigest"]] for e in published if e["runDigest"] in runs]
 
 
