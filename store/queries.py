@@ -25,6 +25,8 @@ WINDOW_PER_RUN = 2
 EVENTS_PER_RUN = 4
 MIN_WINDOW = 32
 WIDEST_WINDOW = 256
+# Conditions with an index of their own beside `seq` (store/schema.py: definition_seq).
+INDEXED_WITH_SEQ = ("definitionDigest",)
 
 
 # A listed run: a leaderboard row's fields and what it references (the API's lists ask for no
@@ -55,25 +57,29 @@ async def runs_page(
         upper = (counter or {}).get("seq", 0) + 1
     wanted = first + 1
     docs: list[Doc] = []
-    # SecantusDB walks the `seq` index only for a filter that is the range alone: with
-    # `current: true` beside it, it scans and sorts every run (110 ms at 7,885 runs on the shared
-    # machine, growing with the store). So the plain newest-runs list (`current` or nothing) asks
-    # for the range and leaves superseded runs out here; a range holds about as many runs as values.
-    checked = query if set(query) <= {"current"} else {}
-    fields = None if projection is None else {**projection, "seq": 1, **dict.fromkeys(checked, 1)}
-    asked = {k: v for k, v in query.items() if k not in checked}
-    window = max(MIN_WINDOW, (WINDOW_PER_RUN if asked else EVENTS_PER_RUN) * wanted)
+    # SecantusDB walks an index only for a filter its keys cover exactly (`seq`; `definitionDigest`
+    # and `seq`): with `current: true` beside it, it scans and sorts every run (110 ms at 7,885
+    # runs; a definition's page of 100 took 1.4 s). So a definition's list sends only the
+    # definition and the range, any other list only its other conditions and the range, and the
+    # rest (`current` always: superseded runs are few) is checked here.
+    indexed = {k: query[k] for k in INDEXED_WITH_SEQ if k in query}
+    sent = indexed or {k: v for k, v in query.items() if k != "current"}
+    checked = {k: v for k, v in query.items() if k not in sent}
+    fields = None if projection is None or not sent else {**projection, "seq": 1, **dict.fromkeys(checked, 1)}
+    window = max(MIN_WINDOW, (WINDOW_PER_RUN if sent else EVENTS_PER_RUN) * wanted)
     # No window is wider than WIDEST_WINDOW or four first windows: past a stretch of seq values
     # without runs (a catalog import numbers its records' history after its runs) the geometric
     # steps below would otherwise land on a window holding thousands of runs, every one fetched
     # (392 ms for one page of 100 at the bundled data's 7,887 runs). An empty window costs about a
-    # millisecond; a long gap costs a few of them instead.
-    widest = max(WIDEST_WINDOW, 4 * window)
+    # millisecond; a long gap costs a few of them instead. A range of the (definitionDigest, seq)
+    # index fetches only the definition's runs, so its windows may be wider: a small definition's
+    # list crosses the whole history in a few of them.
+    widest = max(WIDEST_WINDOW, (16 if indexed else 4) * window)
     while len(docs) < wanted and upper > 0:
         lower = max(0, upper - window)
         need = wanted - len(docs)
-        if asked:
-            found = await db.runs.find({**asked, "seq": {"$gte": lower, "$lt": upper}}, fields).sort("seq", -1).limit(need).to_list()
+        if sent:
+            found = await db.runs.find({**sent, "seq": {"$gte": lower, "$lt": upper}}, fields).sort("seq", -1).limit(need).to_list()
         else:
             found = await _published_runs(db, lower, upper, need)
         docs += [d for d in found if all(d.get(k) == v for k, v in checked.items())]

@@ -171,7 +171,9 @@ INDEXES: dict[str, list[IndexModel]] = {
         ),
         IndexModel([("seq", DESCENDING)], name="seq", unique=True),
         IndexModel([("groupKey", ASCENDING), ("rankOrder", ASCENDING), ("seq", ASCENDING)], name="group_rank"),
-        IndexModel([("definitionDigest", ASCENDING)], name="definition"),
+        # runs(filter: {definition}) newest first: one index range per window of seq values
+        # (store/queries.py runs_page); it also serves a lookup by definition alone.
+        IndexModel([("definitionDigest", ASCENDING), ("seq", DESCENDING)], name="definition_seq"),
         IndexModel([("externalId", ASCENDING)], name="external_id"),
     ],
     "events": [IndexModel([("seq", ASCENDING)], name="seq", unique=True)],
@@ -243,8 +245,10 @@ async def ensure_schema(db: AsyncDatabase) -> None:
                 await db.create_collection(name, validator=validator)
             except CollectionInvalid:
                 pass  # created concurrently by another process
-    # Replaced by current_source_record (the cohort joined the key): drop it where it is left.
-    if "runs" in existing and "current_external_id" in await db.runs.index_information():
-        await db.runs.drop_index("current_external_id")
+    # Replaced by current_source_record (the cohort joined the key) and by definition_seq (seq
+    # joined the definition): drop them where they are left.
+    if "runs" in existing:
+        for stale in {"current_external_id", "definition"} & set(await db.runs.index_information()):
+            await db.runs.drop_index(stale)
     for name, indexes in INDEXES.items():
         await db[name].create_indexes(indexes)

@@ -2,9 +2,12 @@
 order, superseded runs left out of the current list, across a long stretch of sequence numbers
 with no run (a catalog import numbers its records' history after its runs)."""
 
+from pymongo import ASCENDING
+
 from store import events
 from store.publish import publish, publish_many
 from store.queries import runs_page
+from store.schema import ensure_schema
 from tests import factories
 
 
@@ -41,3 +44,37 @@ async def test_newest_runs_are_every_run_in_seq_order_across_a_gap(db, mongo_uri
     current = [d for d in by_seq if d["current"]]
     page, more = await runs_page(db, query={"current": True}, first=10, after_seq=current[24]["seq"])
     assert [d["_id"] for d in page] == [d["_id"] for d in current[25:35]] and more
+
+
+async def test_one_operations_runs_newest_first_by_its_own_index(db, mongo_uri):
+    # SYNTHETIC runs of two operations, interleaved, with 3,000 sequence numbers between them
+    # taken by no run; two of operation A's records corrected (superseded).
+    a, b = factories.definition("synthetic-op-a"), factories.definition("synthetic-op-b")
+    await publish_many(db, [factories.run_bundle(f"a{i}", user=f"a{i}", defn=a) for i in range(12)])
+    await events.reserve(db, 3_000)
+    await publish_many(db, [factories.run_bundle(f"b{i}", user=f"b{i}", defn=b) for i in range(40)])
+    await publish_many(db, [factories.run_bundle(f"a{i}", score=0.9, user=f"a{i}", defn=a) for i in range(12, 15)])
+    for i in range(2):
+        await publish(db, factories.run_bundle(f"a{i}", score=0.95, user=f"a{i}", defn=a))
+
+    digest_a = (await db.runs.find_one({"externalId": "a0", "current": True}))["definitionDigest"]
+    by_seq = [d async for d in db.runs.find({"definitionDigest": digest_a}, {"seq": 1, "current": 1}).sort("seq", -1)]
+    assert len(by_seq) == 17  # 15 records, 2 of them corrected
+    for first in (1, 4, 100):
+        assert await _walk(db, {"definitionDigest": digest_a, "current": True}, first) == [d["_id"] for d in by_seq if d["current"]]
+        assert await _walk(db, {"definitionDigest": digest_a}, first) == [d["_id"] for d in by_seq]
+    # Another condition beside the definition is checked on what the index range returns.
+    status = (await db.runs.find_one({"definitionDigest": digest_a}))["status"]
+    assert await _walk(db, {"definitionDigest": digest_a, "status": status, "current": True}, 5) == [
+        d["_id"] for d in by_seq if d["current"]
+    ]
+    assert await _walk(db, {"definitionDigest": digest_a, "status": "no-such-status"}, 5) == []
+
+    # The list's index is the (definitionDigest, seq) one: a database made before it has its
+    # old definitionDigest-only index replaced on start.
+    await db.runs.drop_index("definition_seq")
+    await db.runs.create_index([("definitionDigest", ASCENDING)], name="definition")
+    await ensure_schema(db)
+    indexes = await db.runs.index_information()
+    assert "definition" not in indexes
+    assert indexes["definition_seq"]["key"] == [("definitionDigest", 1), ("seq", -1)]
