@@ -424,13 +424,19 @@ def cases_of(run_spec: dict[str, Any], suite_spec: dict[str, Any] | None) -> lis
     suite's cases; [] for a run that holds none."""
     metrics = (run_spec.get("sourceNative") or {}).get("metrics") or {}
     axes = {c["externalId"]: c["axes"] for c in (suite_spec or {}).get("cases") or []}
+    # `case<id>_<name>` → {id: {name: value}}, in one pass (not a pass over ~1,300 names per case)
+    by_case: dict[str, dict[str, Any]] = {}
+    for key, value in metrics.items():
+        if key.startswith("case"):
+            case_id, separator, name = key[4:].partition("_")
+            if separator:
+                by_case.setdefault(case_id, {})[name] = value
     out = []
     for external_id, case_axes in axes.items():
-        prefix = f"case{external_id}_"
-        if f"{prefix}status" not in metrics:
+        own = by_case.get(external_id)
+        if own is None or "status" not in own:
             continue
         index = int(external_id)
-        own = {key[len(prefix) :]: value for key, value in metrics.items() if key.startswith(prefix)}
         case: dict[str, Any] = {"index": index, "axes": case_axes, "status": CASE_STATUS[int(own.pop("status"))]}
         latency = {s: _int(own.pop(f"latency_ns_{s}")) for s in LATENCY_STATISTICS if f"latency_ns_{s}" in own}
         if latency:
