@@ -4,7 +4,7 @@
 # the cubins' architectures, a short ext-fused smoke test under a timeout (a hung barrier costs
 # 60 s, not the call), then op_check.py (every implementation through torch.ops.kernelindex,
 # checked against the fp32/fp64 oracles, then timed side by side in one process) and a
-# transposed summary (variants × cases, µs).
+# transposed summary (variants × cases, µs); with STAGES set, the per-stage timelines (stages.py).
 # Usage: bash lab/qkv_qknorm_backward/fused_diag_run.sh OUTDIR OP_CHECK_ARGS...
 set -u
 OUT=${1:?out dir}
@@ -48,4 +48,7 @@ if t:
     for k in cols:
         print(f"{k[:34]:34s} {t['geomean_us'][k]:7.2f} | " + " ".join(f"{r[k] / 1e3:6.1f}" for r in rows))
 PY
+if [ -n "${STAGES:-}" ]; then  # per-stage timelines (stages.py): STAGES="131:t2 8192:w256-notransform ..."
+  timeout ${STAGES_TIMEOUT:-150} python3 lab/qkv_qknorm_backward/stages.py "$OUT/stages.json.gz" $STAGES 2>&1 | tee "$OUT/stages.log" | cut -c1-700
+fi
 echo "total $(( $(date +%s) - t0 )) s"

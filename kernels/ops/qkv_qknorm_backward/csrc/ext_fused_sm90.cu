@@ -91,7 +91,29 @@ template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
 }
-constexpr int kStamps = 4;
+// Lab timelines (kStamp kernels only; the shipped ones compile without): per CTA a header of
+// kTlHead words (globaltimer at entry, clock64 at entry, SM, local k-blocks | is_w << 16 | tile
+// << 17, globaltimer / clock64 when the consumers' mainloop ends and at exit), then kTlPer clock64
+// stamps for each of the first kTlMax local k-blocks: the producer before / after its `empty`
+// wait, the transform (the warpgroup that takes the k-block) at its iteration's start, after its
+// ring barrier, after the `full` wait, after its `ready` arrive, consumer warpgroup 0 before /
+// after the `ready` wait and after the wait for the previous k-block's wgmma (its release).
+constexpr int kTlHead = 8, kTlMax = 160, kTlPer = 9;
+constexpr int kTlWords = kTlHead + kTlMax * kTlPer;
+enum StampAt { kSP0, kSP1, kST0, kSTb, kST1, kST2, kSC0, kSC1, kSC2 };
+__device__ __forceinline__ uint64_t clock_stamp() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(t)::"memory");
+  return t;
+}
+template <bool kOn>
+__device__ __forceinline__ void stamp(unsigned long long* tl, int i, int at) {
+  if (kOn && i >= 0 && i < kTlMax) tl[kTlHead + i * kTlPer + at] = clock_stamp();
+}
+template <bool kOn>
+__device__ __forceinline__ void stamp_head(unsigned long long* tl, int at, bool clock) {
+  if (kOn) tl[at] = clock ? clock_stamp() : globaltimer();
+}
 static_assert(kBM * kBN * 4 <= kStages * kStageBytes, "the partial tile fits in the stages");
 
 // ------------------------------------------------------------------ PTX: 3-D TMA
@@ -270,22 +292,26 @@ __device__ __forceinline__ void mma_kblock(float (&acc)[64], uint32_t a_base, ui
 
 // The consumers' mainloop over k-blocks [kb0, kb1): wait for the transformed stage, wgmma, release
 // the previous stage (at most one wgmma group in flight).
-template <int TA, class StageA, class StageB>
+template <int TA, bool kStamp, class StageA, class StageB>
 __device__ __forceinline__ void mainloop(float (&acc)[64], int kb0, int kb1, uint64_t* ready, uint64_t* empty, int wg,
-                                         int lane, StageA sa, StageB sb) {
+                                         int lane, StageA sa, StageB sb, unsigned long long* tl, bool stamper) {
   RingPos<kStages> pos;
   int prev = -1;
   for (int kb = kb0; kb < kb1; ++kb) {
+    if (stamper) stamp<kStamp>(tl, kb - kb0, kSC0);
     mbar_wait(&ready[pos.stage], pos.phase);
+    if (stamper) stamp<kStamp>(tl, kb - kb0, kSC1);
     wgmma_fence();
     mma_kblock<TA>(acc, smem_u32(sa(pos.stage)) + wg * kBoxBytes, smem_u32(sb(pos.stage)), kb == kb0);
     wgmma_commit();
     wgmma_wait<1>();
+    if (stamper) stamp<kStamp>(tl, kb - kb0 - 1, kSC2);
     if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
     prev = pos.stage;
     pos.advance();
   }
   wgmma_wait<0>();
+  if (stamper) stamp<kStamp>(tl, kb1 - kb0 - 1, kSC2);
 }
 
 // grad_{q,k}_norm_weight from the stats kernel's partials (cluster_gemm_sm90.cu's finalize); kT2
@@ -505,7 +531,7 @@ __device__ __forceinline__ __nv_bfloat16* dw_row(const Params& p, int r) {
   return p.dwv + static_cast<int64_t>(r - kQK) * kHidden;
 }
 
-template <int kVariant>
+template <int kVariant, bool kStamp = false>
 __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -529,8 +555,12 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
   const int m0 = w.mt * kBM;           // dW: G column of the tile
   const int xb = w.mt / p.nsb;         // dX: batch of the tile
   const int xs0 = (w.mt - xb * p.nsb) * kBM;  // dX: first position
-  unsigned long long* tl = p.timeline ? p.timeline + static_cast<int64_t>(blockIdx.x) * kStamps : nullptr;
-  if (tl && threadIdx.x == 0) tl[0] = globaltimer();
+  unsigned long long* tl = kStamp ? p.timeline + static_cast<int64_t>(blockIdx.x) * kTlWords : nullptr;
+  if (threadIdx.x == 0) {
+    stamp_head<kStamp>(tl, 0, false);
+    stamp_head<kStamp>(tl, 1, true);
+    if (kStamp) tl[2] = smid(), tl[3] = nkb | w.is_w << 16 | w.tile << 17;
+  }
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -564,7 +594,9 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
         const int head = kb_head(kb);
         const bool normed = head < 5 && kVariant != kNoX;
+        stamp<kStamp>(tl, kb - w.kb0, kSP0);
         mbar_wait(&empty[pos.stage], pos.phase ^ 1);
+        stamp<kStamp>(tl, kb - w.kb0, kSP1);
         mbar_expect_tx(&full[pos.stage], (normed ? kABytes + kXBytes : kABytes) + kBBytes);
         uint8_t* a = sa(pos.stage);
         uint8_t* x = sx(pos.stage);
@@ -648,10 +680,13 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
         const int kb = w.kb0 + i;
         const int head = kb_head(kb);
         const int stage = i % kStages;
+        if (t == 0) stamp<kStamp>(tl, i, kST0);
         cp_async_wait<kPrefetch - 1>();
         named_barrier_sync(tw ? 6 : 3, 128);  // every row of slot j landed; slot j - 1 is free
+        if (t == 0) stamp<kStamp>(tl, i, kSTb);
         issue(j + kPrefetch);
         mbar_wait(&full[stage], (i / kStages) & 1);
+        if (t == 0) stamp<kStamp>(tl, i, kST1);
         if (head < 5) {
           const float* rsm = ring + (j % kStages) * 2 * kBM;
           if (w.is_w) {
@@ -665,6 +700,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&ready[stage]);
+        if (t == 0) stamp<kStamp>(tl, i, kST2);
       }
       cp_async_wait<0>();
     } else if (kVariant == kConsumer) {
@@ -771,7 +807,9 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
       RingPos<kStages> pos;
       for (int kb = w.kb0; kb < w.kb0 + nkb; ++kb) {
         const int head = kb_head(kb);
+        if (t == 0) stamp<kStamp>(tl, kb - w.kb0, kST0), stamp<kStamp>(tl, kb - w.kb0, kSTb);
         mbar_wait(&full[pos.stage], pos.phase);
+        if (t == 0) stamp<kStamp>(tl, kb - w.kb0, kST1);
         if (head < 5 && kVariant == kV1) {
           if (!waited) {
             pdl_wait();  // m comes from the stats kernel
@@ -794,6 +832,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
         }
         __syncwarp();
         if (lane == 0) mbar_arrive(&ready[pos.stage]);
+        if (t == 0) stamp<kStamp>(tl, kb - w.kb0, kST2);
         pos.advance();
       }
     }
@@ -843,13 +882,13 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
     }
     wgmma_wait<0>();
   } else if (nkb > 0) {
-    if (w.is_w) mainloop<1>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb);
-    else mainloop<0>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb);
+    if (w.is_w) mainloop<1, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
+    else mainloop<0, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
   } else {
 #pragma unroll
     for (int j = 0; j < 64; ++j) acc[j] = 0.f;
   }
-  if (tl && ctid == 0) tl[1] = globaltimer();
+  if (ctid == 0) stamp_head<kStamp>(tl, 4, false), stamp_head<kStamp>(tl, 5, true);
   named_barrier_sync(1, 256);
   const int frow = wg * kWM + (warp & 3) * 16 + (lane >> 2);
   if (w.grp_size == 1) {
@@ -880,7 +919,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
         bulk_wait_read0();
       }
     }
-    if (tl && ctid == 0) tl[2] = tl[3] = globaltimer();
+    if (ctid == 0) stamp_head<kStamp>(tl, 6, false), stamp_head<kStamp>(tl, 7, true);
     return;
   }
   if (w.valid) {
@@ -892,7 +931,6 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
     }
   }
   cluster_sync_all();
-  if (tl && ctid == 0) tl[2] = globaltimer();
   if (w.valid) {
     const int row_limit = w.is_w ? kBM : min(kBM, p.seq - xs0);
     const int rows = kBM / w.grp_size;
@@ -907,7 +945,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
     }
   }
   cluster_sync_all();
-  if (tl && ctid == 0) tl[3] = globaltimer();
+  if (ctid == 0) stamp_head<kStamp>(tl, 6, false), stamp_head<kStamp>(tl, 7, true);
 }
 
 // D[64xN] (+)= A[64x16] * B[16xN] on the wide kernel's 128 accumulators (N = 128: the first 64).
@@ -1097,13 +1135,15 @@ __device__ __forceinline__ void reduce_store_w(uint32_t red_addr, int rank0, int
 }
 
 // The consumers' mainloop over 256 (N = 256) or 128 (the third tile) columns.
-template <int TA, int N>
+template <int TA, int N, bool kStamp>
 __device__ __forceinline__ void mainloop_w(float (&acc)[128], int kb0, int kb1, uint64_t* ready, uint64_t* empty,
-                                           int wg, int lane, uint8_t* stage_base) {
+                                           int wg, int lane, uint8_t* stage_base, unsigned long long* tl, bool stamper) {
   RingPos<kWStages> pos;
   int prev = -1;
   for (int kb = kb0; kb < kb1; ++kb) {
+    if (stamper) stamp<kStamp>(tl, kb - kb0, kSC0);
     mbar_wait(&ready[pos.stage], pos.phase);
+    if (stamper) stamp<kStamp>(tl, kb - kb0, kSC1);
     wgmma_fence();
     const uint32_t a_base = smem_u32(stage_base + pos.stage * kWStageBytes) + wg * kBoxBytes;
     const uint32_t b_base = smem_u32(stage_base + pos.stage * kWStageBytes + kABytes);
@@ -1117,14 +1157,16 @@ __device__ __forceinline__ void mainloop_w(float (&acc)[128], int kb0, int kb1, 
     }
     wgmma_commit();
     wgmma_wait<1>();
+    if (stamper) stamp<kStamp>(tl, kb - kb0 - 1, kSC2);
     if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
     prev = pos.stage;
     pos.advance();
   }
   wgmma_wait<0>();
+  if (stamper) stamp<kStamp>(tl, kb1 - kb0 - 1, kSC2);
 }
 
-template <int kVariant>
+template <int kVariant, bool kStamp = false>
 __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -1148,6 +1190,12 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
   const int xs0 = (w.mt - xb * p.nsb) * kBM;
   const int col0 = w.nt * kWBN;
   const int cols = wide_cols(w.nt);
+  unsigned long long* tl = kStamp ? p.timeline + static_cast<int64_t>(blockIdx.x) * kTlWords : nullptr;
+  if (threadIdx.x == 0) {
+    stamp_head<kStamp>(tl, 0, false);
+    stamp_head<kStamp>(tl, 1, true);
+    if (kStamp) tl[2] = smid(), tl[3] = nkb | w.is_w << 16 | w.tile << 17;
+  }
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kWStages; ++s) {
@@ -1178,7 +1226,9 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
     auto load = [&](int i) {  // thread 0: the TMA loads of local k-block i
       const int kb = w.kb0 + i;
       const int head = kb_head(kb);
+      stamp<kStamp>(tl, i, kSP0);
       mbar_wait(&empty[ppos.stage], ppos.phase ^ 1);
+      stamp<kStamp>(tl, i, kSP1);
       mbar_expect_tx(&full[ppos.stage], kABytes + cols * kBK * 2);
       uint8_t* a = sa(ppos.stage);
       uint8_t* bt = sb(ppos.stage);
@@ -1265,11 +1315,14 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
     auto step = [&](int i, uint4 (&xcur)[2][4], uint4 (&xnext)[2][4]) {
       const int kb = w.kb0 + i;
       const int head = kb_head(kb);
+      if (t == 0) stamp<kStamp>(tl, i, kST0);
       cp_async_wait<kWPrefetch - 1>();
       named_barrier_sync(3, 128);  // every row of slot i landed; slot i - 1 is free
+      if (t == 0) stamp<kStamp>(tl, i, kSTb);
       issue(i + kWPrefetch);
       load_x(i + 1, xnext);
       mbar_wait(&full[pos.stage], pos.phase);
+      if (t == 0) stamp<kStamp>(tl, i, kST1);
       if (kVariant == kFast && head < 5) {
         const float* rsm = rsm_ring + (i % kWStages) * 2 * kBM;
         int b, s0;
@@ -1283,6 +1336,7 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(&ready[pos.stage]);
+      if (t == 0) stamp<kStamp>(tl, i, kST2);
       pos.advance();
       // k-block i + 3 into k-block i - 1's stage: the consumers free it once wgmma i is issued
       if (t == 0 && i >= 1 && i + kWStages - 1 < nkb) load(i + kWStages - 1);
@@ -1312,16 +1366,17 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
   float acc[128];
   if (nkb > 0) {
     if (cols == kWBN) {
-      if (w.is_w) mainloop_w<1, 256>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base);
-      else mainloop_w<0, 256>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base);
+      if (w.is_w) mainloop_w<1, 256, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base, tl, ctid == 0);
+      else mainloop_w<0, 256, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base, tl, ctid == 0);
     } else {
-      if (w.is_w) mainloop_w<1, 128>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base);
-      else mainloop_w<0, 128>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base);
+      if (w.is_w) mainloop_w<1, 128, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base, tl, ctid == 0);
+      else mainloop_w<0, 128, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base, tl, ctid == 0);
     }
   } else {
 #pragma unroll
     for (int j = 0; j < 128; ++j) acc[j] = 0.f;
   }
+  if (ctid == 0) stamp_head<kStamp>(tl, 4, false), stamp_head<kStamp>(tl, 5, true);
   named_barrier_sync(1, 256);  // both warpgroups are done with the stages
   const int frow = wg * kWM + (warp & 3) * 16 + (lane >> 2);
   const int groups = cols / 8;
@@ -1351,6 +1406,7 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
         bulk_wait_read0();
       }
     }
+    if (ctid == 0) stamp_head<kStamp>(tl, 6, false), stamp_head<kStamp>(tl, 7, true);
     return;
   }
   uint8_t* red = smem;
@@ -1378,6 +1434,7 @@ __global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_co
     }
   }
   cluster_sync_all();
+  if (ctid == 0) stamp_head<kStamp>(tl, 6, false), stamp_head<kStamp>(tl, 7, true);
 }
 
 // ------------------------------------------------------------------ host
@@ -1488,7 +1545,8 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, int wide, lon
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
 // 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag;
-// bit 7 the wide kernel, 128×256 tiles, variants kFast, kNoTransform only) [29 timeline [grid][4] u64 or 0; not the wide kernel]
+// bit 7 the wide kernel, 128×256 tiles, variants kFast, kNoTransform only) [29 timeline [grid][kTlWords] u64 or 0:
+// the stamped build, t2, diag-nox and the wide kernel only]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
   if (n < 29) return kErrArguments;
@@ -1565,7 +1623,12 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   const int variant = (flags >> 1) & 7;
   if (variant > kT2) return kErrArguments;
   if (wide && variant != kFast && variant != kNoTransform) return kErrArguments;
-  auto kfn = wide ? (variant == kNoTransform ? wide_gemm_kernel<kNoTransform> : wide_gemm_kernel<kFast>)
+  // a timeline (lab only) runs the stamped build of t2, the 128×128 skeleton (kNoX) or the wide kernel
+  const bool stamped = p.timeline != nullptr;
+  if (stamped && !(wide || variant == kT2 || variant == kNoX)) return kErrArguments;
+  auto kfn = stamped ? (wide ? (variant == kNoTransform ? wide_gemm_kernel<kNoTransform, true> : wide_gemm_kernel<kFast, true>)
+                             : variant == kT2 ? fused_gemm_kernel<kT2, true> : fused_gemm_kernel<kNoX, true>)
+             : wide ? (variant == kNoTransform ? wide_gemm_kernel<kNoTransform> : wide_gemm_kernel<kFast>)
              : variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
               : variant == kNoX         ? fused_gemm_kernel<kNoX>
@@ -1596,5 +1659,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
 }
 
 const char* kidxf_error(int code) { return kidx::error_string(code); }
+
+int kidxf_timeline_words() { return kidxf::kTlWords; }
 
 }  // extern "C"
