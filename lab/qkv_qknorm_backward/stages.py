@@ -91,10 +91,23 @@ def summarize(tl, kt_max: int) -> dict:
     for name, sel in (("dW", live & (is_w == 1)), ("dX", live & (is_w == 0))):
         if not sel.any():
             continue
-        acc = {k: 0.0 for k in ("total", "prologue", "wait_issue_late", "wait_in_flight", "wait_transform", "wgmma", "loop_other",
-                                 "epilogue")}
-        per_kb = {k: [] for k in ("period", "ready_wait", "wgmma", "producer_empty_wait", "transform_full_wait",
-                                  "transform_ring_barrier", "transform_work", "load_latency", "producer_lead_kb")}
+        acc = {
+            k: 0.0 for k in ("total", "prologue", "wait_issue_late", "wait_in_flight", "wait_transform", "wgmma", "loop_other", "epilogue")
+        }
+        per_kb = {
+            k: []
+            for k in (
+                "period",
+                "ready_wait",
+                "wgmma",
+                "producer_empty_wait",
+                "transform_full_wait",
+                "transform_ring_barrier",
+                "transform_work",
+                "load_latency",
+                "producer_lead_kb",
+            )
+        }
         first = {k: [] for k in ("first_load_issue", "first_load_latency", "first_ready")}
         for c in np.nonzero(sel)[0]:
             n = int(min(nkb[c], kt_max))
@@ -109,7 +122,7 @@ def summarize(tl, kt_max: int) -> dict:
             first["first_ready"].append(s[0, C1])
             for i in range(n):
                 c0, c1 = s[i, C0], s[i, C1]
-                issued, landed, handed = s[i, P1], s[i, T1], c1
+                issued, landed = s[i, P1], s[i, T1]
                 waited_full = s[i, T1] - s[i, TB] > 40  # the transform sat in the `full` wait: T1 ≈ arrival
                 late = max(0.0, min(c1, issued) - c0)
                 flight = max(0.0, min(c1, landed) - max(c0, issued)) if waited_full else 0.0
