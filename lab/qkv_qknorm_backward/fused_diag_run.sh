@@ -48,7 +48,7 @@ if t:
     for k in cols:
         print(f"{k[:34]:34s} {t['geomean_us'][k]:7.2f} | " + " ".join(f"{r[k] / 1e3:6.1f}" for r in rows))
 PY
-if [ -n "${STAGES:-}" ]; then  # per-stage timelines (stages.py): STAGES="131:t2 8192:w256-notransform ..."
+if [ -n "${STAGES:-}" ]; then  # per-stage timelines (stages.py): STAGES="131:t2 8192:c1-w1-x1:diag-nox ..."
   timeout ${STAGES_TIMEOUT:-150} python3 lab/qkv_qknorm_backward/stages.py "$OUT/stages.json.gz" $STAGES 2>&1 | tee "$OUT/stages.log" | cut -c1-700
 fi
 echo "total $(( $(date +%s) - t0 )) s"

@@ -14,4 +14,4 @@ timeout 240 "$NCU" --clock-control none --profile-from-start off \
   --section LaunchStats --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \
   python3 lab/qkv_qknorm_backward/ncu.py "$T" > "$OUT/ncu_${MODULE:-ext_streamnorm}${MODE:+_$MODE}_T$T.txt" 2>&1
 echo "ncu rc=$?"
-grep -E "stream_norm_kernel|cluster_gemm_kernel|fused_gemm_kernel|wide_gemm_kernel|stats_kernel|L2 Hit Rate|Mem Busy|Max Bandwidth|dram__bytes|lts__t_bytes|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Stall|Warp Cycles Per Issued|Issue Slots|Registers Per|Eligible|Active Warps|No Eligible" "$OUT/ncu_${MODULE:-ext_streamnorm}${MODE:+_$MODE}_T$T.txt" | head -${NCU_LINES:-60}
+grep -E "stream_norm_kernel|cluster_gemm_kernel|fused_gemm_kernel|stats_kernel|L2 Hit Rate|Mem Busy|Max Bandwidth|dram__bytes|lts__t_bytes|Duration|DRAM Throughput|Memory Throughput|L2 Cache Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Stall|Warp Cycles Per Issued|Issue Slots|Registers Per|Eligible|Active Warps|No Eligible" "$OUT/ncu_${MODULE:-ext_streamnorm}${MODE:+_$MODE}_T$T.txt" | head -${NCU_LINES:-60}

@@ -5,7 +5,7 @@ The library's stamped build (csrc/ext_fused_sm90.cu, `kTlWords` per CTA: a heade
 local k-block clock64 stamps of the producer before/after its `empty` wait, the transform at its
 iteration's start / after its ring barrier / after the `full` wait / after its `ready` arrive, and
 consumer warpgroup 0 before/after the `ready` wait and after the wait for the previous wgmma) runs
-for t2, diag-nox and the wide kernel (w256, w256-notransform). One launch per spec at B = 1,
+for t2 and diag-nox (and their -early forms). One launch per spec at B = 1,
 S = T, replayed from a CUDA graph after an L2 flush, as the timings are.
 
 The consumer's time per CTA is split into: prologue (entry to its first `ready` wait), its
@@ -14,7 +14,7 @@ flight" (issued, not landed: the transform was still waiting on `full`) and "tra
 not yet handed over) — the wgmma (issue and the wait for the previous k-block's), and the
 epilogue. SM idle time between CTAs and the kernel's span come from the globaltimer header.
 
-  python lab/qkv_qknorm_backward/stages.py OUT.json.gz 131:t2 8192:c1-w1-x1:diag-nox 131:c4-w4-x1-xf:w256-notransform ...
+  python lab/qkv_qknorm_backward/stages.py OUT.json.gz 131:t2 8192:c1-w1-x1:diag-nox 131:c4-w4-x1-xf:t2-early ...
 """
 
 from __future__ import annotations

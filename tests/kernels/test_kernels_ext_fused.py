@@ -11,7 +11,7 @@ from tests.kernels.sm90 import build_in, compile_sm90a, spill_bytes
 
 def test_kernels_compile_for_sm90a(tmp_path):
     log = compile_sm90a("ext_fused_sm90.cu", tmp_path)
-    assert "fused_gemm_kernel" in log and "stats_kernel" in log and "wide_gemm_kernel" in log
+    assert "fused_gemm_kernel" in log and "stats_kernel" in log and "wide_gemm_kernel" not in log  # deleted, 10th session
     assert max(spill_bytes(log)) <= 16, log[-2000:]  # 4-12 bytes in the GEMM kernel (128 registers)
 
 
@@ -35,15 +35,6 @@ def test_planner_tiles_per_batch(library, batch, seq, cluster, sw, sx):
     assert p["stats_blocks"] * 8 * p["stats_per_warp"] >= rows > (p["stats_blocks"] - 1) * 8 * p["stats_per_warp"]
 
 
-@pytest.mark.parametrize("batch,seq,cluster,sw,sx", [(4, 128, 4, 2, 4), (1, 2048, 2, 2, 1), (1, 8192, 8, 8, 1), (16, 541, 8, 8, 1)])
-def test_wide_planner_tiles(library, batch, seq, cluster, sw, sx):
-    p = ext_fused.plan_with(library, batch, seq, 132, ext_fused.AUTO, wide=True)
-    assert (p["cluster"], p["sw"], p["sx"]) == (cluster, sw, sx)
-    assert p["nwt"] == 12 * 3  # columns 256 + 256 + 128
-    assert p["nxt"] == batch * -(-seq // 128) * 3
-    assert p["grid"] == (p["ncw"] + p["ncx"]) * p["cluster"]
-
-
 def test_forced_plans_and_limits(library):
     assert ext_fused.plan_with(library, 2, 100, 132, (4, 2, 4, 1))["cluster"] == 4
     assert ext_fused.plan_with(library, 2, 100, 132, (2, 4, 1, 0)) is None  # sw > cluster
@@ -61,8 +52,10 @@ def test_mode_strings():
     assert ext_fused.parse_mode("t2") == ((0, 0, 0, 0), 1 | 7 << 1)
     assert ext_fused.parse_mode("c1-w1-x1-xf:t2") == ((1, 1, 1, 1), 1 | 7 << 1)
     assert ext_fused.parse_mode("c2-w2-x1:diag-nosmem") == ((2, 2, 1, 0), 1 | (4 | 4 << 3) << 1)
-    assert ext_fused.parse_mode("w256") == ((0, 0, 0, 0), 1 | 1 << 7)
-    assert ext_fused.parse_mode("c8-w8-x1:w256-notransform") == ((8, 8, 1, 0), 1 | 1 << 7 | 2 << 1)
+    assert ext_fused.parse_mode("t2-early") == ((0, 0, 0, 0), 1 | 7 << 1 | 1 << 7)
+    assert ext_fused.parse_mode("c1-w1-x1:diag-nox-early") == ((1, 1, 1, 0), 1 | 3 << 1 | 1 << 7)
+    with pytest.raises(ValueError, match="mode"):
+        ext_fused.parse_mode("w256")  # the wide kernel was deleted (10th session)
     with pytest.raises(ValueError, match="variant"):
         ext_fused.parse_mode("auto:fast")
     for bad in ("c3-w1-x1", "c2-w4-x1", "fast"):

@@ -15,10 +15,8 @@ in fp32 with a conversion instruction, as the definition computes it, where "aut
 FMA: the same except within one bf16 ulp for |w| < 2^-8; csrc), "ct" (each consumer warpgroup
 transforms its own box while its previous wgmma runs), "t1" (the 7th session's default: one
 transform warpgroup, 512 threads; "t2", the default since the 8th, has two taking alternate
-k-blocks, 640 threads, setmaxnreg), "w256" (the 9th session's wide kernel: 128×256 tiles — a row
-block's columns as 256 + 256 + 128 — two m64n256 consumer warpgroups, one transform warpgroup whose
-thread 0 issues the TMA loads and that loads x̂ into registers, 384 threads; its own plan table;
-"w256-notransform" its timing-only diagnostic: a plain GEMM's bytes) and "diag-notransform"
+k-blocks, 640 threads, setmaxnreg), "t2-early" (t2 with the first four k-blocks' loads issued
+before the CTA's barrier, 10th session) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
 q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
 "diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
@@ -43,7 +41,7 @@ _FORCED = re.compile(r"c([1248])-w([1248])-x([1248])(-xf)?")
 
 
 def declare(lib) -> None:
-    lib.kidxf_plan.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int,
+    lib.kidxf_plan.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int),
                                ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
     lib.kidxf_plan.restype = ctypes.c_int
     lib.kidxf_launch.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int, ctypes.c_void_p]
@@ -72,14 +70,10 @@ def load(verbose: bool = False):
 
 
 # flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32, kConsumer, kT2), 4-6 (kFastDiag's parts
-# left out) and 7 (the wide kernel: 128×256 tiles, 384 threads; kFast, kNoTransform only)
-WIDE = 1 << 6
+# left out) and 7 (Params::early_loads)
+EARLY = 1 << 6
 VARIANTS = {"": 7, "t2": 7, "t1": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
-            "diag-nosmem": 4 | 4 << 3, "w256": WIDE, "w256-notransform": WIDE | 2}
-
-
-def is_wide(flags: int) -> bool:
-    return bool(flags >> 7 & 1)
+            "diag-nosmem": 4 | 4 << 3, "t2-early": 7 | EARLY, "diag-nox-early": 3 | EARLY}
 
 
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
@@ -108,19 +102,19 @@ def _parse_plan(mode: str) -> tuple[tuple[int, ...], int]:
     return (cl, sw, sx, 1 if m.group(4) else 0), 1
 
 
-def plan_with(lib, batch: int, seq: int, num_sms: int, forced: tuple[int, ...], wide: bool = False) -> dict[str, int] | None:
+def plan_with(lib, batch: int, seq: int, num_sms: int, forced: tuple[int, ...]) -> dict[str, int] | None:
     out = (ctypes.c_longlong * len(PLAN_FIELDS))()
     f = (ctypes.c_int * len(AUTO))(*forced)
-    if lib.kidxf_plan(int(batch), int(seq), int(num_sms), f, int(wide), out, len(PLAN_FIELDS)) != len(PLAN_FIELDS):
+    if lib.kidxf_plan(int(batch), int(seq), int(num_sms), f, out, len(PLAN_FIELDS)) != len(PLAN_FIELDS):
         return None
     return dict(zip(PLAN_FIELDS, list(out)))
 
 
 def plan(batch: int, seq: int, num_sms: int = 132, mode: str = "auto") -> dict[str, int]:
-    forced, flags = parse_mode(mode)
-    key = (int(batch), int(seq), int(num_sms), forced, is_wide(flags))
+    forced, _ = parse_mode(mode)
+    key = (int(batch), int(seq), int(num_sms), forced)
     if key not in _plans:
-        p = plan_with(load(), batch, seq, num_sms, forced, is_wide(flags)) if 5 * batch * seq <= MAX_ROWS else None
+        p = plan_with(load(), batch, seq, num_sms, forced) if 5 * batch * seq <= MAX_ROWS else None
         if p is None:
             raise ValueError(f"ext-fused: no plan for B={batch}, S={seq}, sms={num_sms}, mode={mode!r}")
         _plans[key] = p

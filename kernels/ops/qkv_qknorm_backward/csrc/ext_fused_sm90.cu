@@ -21,8 +21,8 @@
 //
 // Warp roles (512 threads): warp 0 TMA producer; warps 1-3 norm-weight finalize; warpgroup 1
 // the transform; warpgroups 2-3 wgmma consumers (64 rows each, m64n128k16).
-// The wide kernel (mode w256, section 3 below) is the 9th session's 128×256 variant of step 2:
-// correct, slower than the default (LOG.md).
+// The 9th session's 128×256 variant (mode w256, `wide_gemm_kernel`) was deleted in the 10th after
+// its per-stage timeline (lab/qkv_qknorm_backward/LOG.md; its code is in git at 2a2f293).
 // Host API (extern "C", ctypes): kidxf_plan, kidxf_launch, kidxf_error.
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -242,8 +242,7 @@ struct Params {
   int kbw;                 // B·nkbs
   int cl, sw, sx, nwt, nxt, ncw, ncx, x_first;
   int diag;                // kFastDiag only: bit 0 no arithmetic, 1 no proxy fence, 2 no shared loads/stores
-  const uint4* xq;         // q_normed, k_normed: the wide kernel's transform reads x̂ from global memory
-  const uint4* xk;
+  int early_loads;         // thread 0 issues the first kStages k-blocks' loads before the CTA barrier
   unsigned long long* timeline;
 };
 
@@ -251,7 +250,6 @@ struct Work {
   int is_w, tile, mt, nt, kb0, kb1, grp_base, grp_idx, grp_size, valid;
 };
 
-template <int NT>  // column tiles per row block: 5 (128×128 tiles) or 3 (the wide kernel's 256, 256, 128)
 __device__ __forceinline__ Work decode_work(const Params& p) {
   const int cid = static_cast<int>(blockIdx.x) / p.cl;
   const int rank = static_cast<int>(cluster_ctarank());
@@ -275,8 +273,8 @@ __device__ __forceinline__ Work decode_work(const Params& p) {
   const int kbt = is_w ? p.kbw : kKBX;
   w.kb0 = w.grp_idx * kbt / s;
   w.kb1 = (w.grp_idx + 1) * kbt / s;
-  w.mt = w.tile / NT;
-  w.nt = w.tile - w.mt * NT;
+  w.mt = w.tile / kNT;
+  w.nt = w.tile - w.mt * kNT;
   return w;
 }
 
@@ -550,7 +548,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
 
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  const Work w = decode_work<kNT>(p);
+  const Work w = decode_work(p);
   const int nkb = w.valid ? w.kb1 - w.kb0 : 0;
   const int m0 = w.mt * kBM;           // dW: G column of the tile
   const int xb = w.mt / p.nsb;         // dX: batch of the tile
@@ -562,6 +560,48 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
     if (kStamp) tl[2] = smid(), tl[3] = nkb | w.is_w << 16 | w.tile << 17;
   }
 
+  // the head (0..3 Q, 4 K, 5 V) and first column of A's k-block kb (dX) / of the tile (dW)
+  auto kb_head = [&](int kb) { return w.is_w ? (m0 >> 8) : (kb >> 2); };
+  // the TMA loads of k-block kb into `stage` (thread 0, the producer, once the stage is free)
+  auto produce = [&](int kb, int stage) {
+    const int head = kb_head(kb);
+    const bool normed = head < 5 && kVariant != kNoX;
+    mbar_expect_tx(&full[stage], (normed ? kABytes + kXBytes : kABytes) + kBBytes);
+    uint8_t* a = sa(stage);
+    uint8_t* x = sx(stage);
+    uint8_t* bt = sb(stage);
+    uint64_t* bar = &full[stage];
+    if (w.is_w) {
+      const int b = kb / p.nkbs;
+      const int s0 = (kb - b * p.nkbs) * kBK;
+      const CUtensorMap* gm = head < 4 ? &maps.gq : (head == 4 ? &maps.gk : &maps.gv);
+      const CUtensorMap* xm = head < 4 ? &maps.xq : &maps.xk;
+      const int z = head < 4 ? b * 4 + head : b;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int d0 = (m0 + c * 64) & 255;
+        tma_load_3d(a + c * kBoxBytes, gm, bar, d0, s0, z);
+        if (normed) tma_load_3d(x + c * kBoxBytes, xm, bar, d0, s0, z);
+      }
+#pragma unroll
+      for (int c = 0; c < 2; ++c) tma_load_3d(bt + c * kBoxBytes, &maps.x, bar, w.nt * kBN + c * 64, s0, b);
+    } else {
+      const CUtensorMap* gm = head < 4 ? &maps.gq : (head == 4 ? &maps.gk : &maps.gv);
+      const CUtensorMap* xm = head < 4 ? &maps.xq : &maps.xk;
+      const int z = head < 4 ? xb * 4 + head : xb;
+      const int d0 = (kb & 3) * kBK;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        tma_load_3d(a + c * kBoxBytes, gm, bar, d0, xs0 + c * 64, z);
+        if (normed) tma_load_3d(x + c * kBoxBytes, xm, bar, d0, xs0 + c * 64, z);
+      }
+      const CUtensorMap* wmap = kb < 16 ? &maps.wq : (kb < 20 ? &maps.wk : &maps.wv);
+      const int wrow = (kb < 16 ? kb : (kb < 20 ? kb - 16 : kb - 20)) * kBK;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) tma_load_2d(bt + c * kBoxBytes, wmap, bar, w.nt * kBN + c * 64, wrow);
+    }
+  };
+
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
@@ -569,6 +609,15 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
       mbar_init(&empty[s], 8);  // lane 0 of each consumer warp
     }
     fence_barrier_init();
+    // early_loads (10th session): the stages start free, so the first loads need not wait for the
+    // CTA barrier, which waits for the norm-weight table's global loads (the first load went out
+    // 1.0-2.0 µs after entry in call 1's timeline)
+    if (p.early_loads)
+      for (int kb = w.kb0; kb < w.kb0 + nkb && kb < w.kb0 + kStages; ++kb) {
+        stamp<kStamp>(tl, kb - w.kb0, kSP0);
+        stamp<kStamp>(tl, kb - w.kb0, kSP1);
+        produce(kb, kb - w.kb0);
+      }
   }
   if (threadIdx.x >= 128 && threadIdx.x < 256) {
     const int i = threadIdx.x - 128;
@@ -583,54 +632,19 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
   }
   __syncthreads();
 
-  // the head (0..3 Q, 4 K, 5 V) and first column of A's k-block kb (dX) / of the tile (dW)
-  auto kb_head = [&](int kb) { return w.is_w ? (m0 >> 8) : (kb >> 2); };
-
   if (warp < 4) {
     if (kVariant == kT2) setmaxnreg_dec<48>();
     if (warp == 0 && lane == 0 && nkb > 0) {
       // ------------------------------------------------------------ TMA producer
       RingPos<kStages> pos;
-      for (int kb = w.kb0; kb < w.kb1; ++kb) {
-        const int head = kb_head(kb);
-        const bool normed = head < 5 && kVariant != kNoX;
+      int kb = w.kb0;
+      if (p.early_loads)  // the first min(kStages, nkb) k-blocks went before the CTA barrier
+        for (; kb < w.kb0 + nkb && kb < w.kb0 + kStages; ++kb) pos.advance();
+      for (; kb < w.kb1; ++kb) {
         stamp<kStamp>(tl, kb - w.kb0, kSP0);
         mbar_wait(&empty[pos.stage], pos.phase ^ 1);
         stamp<kStamp>(tl, kb - w.kb0, kSP1);
-        mbar_expect_tx(&full[pos.stage], (normed ? kABytes + kXBytes : kABytes) + kBBytes);
-        uint8_t* a = sa(pos.stage);
-        uint8_t* x = sx(pos.stage);
-        uint8_t* bt = sb(pos.stage);
-        uint64_t* bar = &full[pos.stage];
-        if (w.is_w) {
-          const int b = kb / p.nkbs;
-          const int s0 = (kb - b * p.nkbs) * kBK;
-          const CUtensorMap* gm = head < 4 ? &maps.gq : (head == 4 ? &maps.gk : &maps.gv);
-          const CUtensorMap* xm = head < 4 ? &maps.xq : &maps.xk;
-          const int z = head < 4 ? b * 4 + head : b;
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            const int d0 = (m0 + c * 64) & 255;
-            tma_load_3d(a + c * kBoxBytes, gm, bar, d0, s0, z);
-            if (normed) tma_load_3d(x + c * kBoxBytes, xm, bar, d0, s0, z);
-          }
-#pragma unroll
-          for (int c = 0; c < 2; ++c) tma_load_3d(bt + c * kBoxBytes, &maps.x, bar, w.nt * kBN + c * 64, s0, b);
-        } else {
-          const CUtensorMap* gm = head < 4 ? &maps.gq : (head == 4 ? &maps.gk : &maps.gv);
-          const CUtensorMap* xm = head < 4 ? &maps.xq : &maps.xk;
-          const int z = head < 4 ? xb * 4 + head : xb;
-          const int d0 = (kb & 3) * kBK;
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            tma_load_3d(a + c * kBoxBytes, gm, bar, d0, xs0 + c * 64, z);
-            if (normed) tma_load_3d(x + c * kBoxBytes, xm, bar, d0, xs0 + c * 64, z);
-          }
-          const CUtensorMap* wmap = kb < 16 ? &maps.wq : (kb < 20 ? &maps.wk : &maps.wv);
-          const int wrow = (kb < 16 ? kb : (kb < 20 ? kb - 16 : kb - 20)) * kBK;
-#pragma unroll
-          for (int c = 0; c < 2; ++c) tma_load_2d(bt + c * kBoxBytes, wmap, bar, w.nt * kBN + c * 64, wrow);
-        }
+        produce(kb, pos.stage);
         pos.advance();
       }
     } else if (warp >= 1 && p.norm_parts > 0) {
@@ -948,495 +962,6 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
   if (ctid == 0) stamp_head<kStamp>(tl, 6, false), stamp_head<kStamp>(tl, 7, true);
 }
 
-// D[64xN] (+)= A[64x16] * B[16xN] on the wide kernel's 128 accumulators (N = 128: the first 64).
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_m64n256k16_w(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %130, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-      "%128, %129, p, 1, 1, %131, %132;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
-}
-template <int TA, int TB>
-__device__ __forceinline__ void wgmma_m64n128k16_w(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-      "%64, %65, p, 1, 1, %67, %68;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
-}
-
-// transform_kblock<true> with x̂ from registers (the wide kernel: x[bx][i] holds the chunk this
-// thread rewrites in row (t >> 3) + 16i of box bx, loaded from global memory a k-block ahead).
-__device__ __forceinline__ void transform_kblock_xr(uint8_t* gbox, const uint4 (&x)[2][4], const __nv_bfloat16* wtab16,
-                                                    const float* rsm, int seq, int s_row0, int row_step, int head, int d0,
-                                                    int col_step, int t) {
-  const int pch = t & 7;
-  const int r0 = t >> 3;
-  const int c = pch ^ (r0 & 7);
-  const __nv_bfloat16* wt16 = wtab16 + (head < 4 ? 0 : kD) + d0 + c * 8;
-  uint4 g[2][4], w16[2];
-  float rs[2][4], mm[2][4];
-#pragma unroll
-  for (int bx = 0; bx < 2; ++bx) {
-    w16[bx] = *reinterpret_cast<const uint4*>(wt16 + bx * col_step);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int r = r0 + 16 * i;
-      g[bx][i] = *reinterpret_cast<const uint4*>(gbox + bx * kBoxBytes + r * 128 + pch * 16);
-      rs[bx][i] = rsm[bx * row_step + r];
-      mm[bx][i] = rsm[kBM + bx * row_step + r];
-    }
-  }
-#pragma unroll
-  for (int bx = 0; bx < 2; ++bx) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int r = r0 + 16 * i;
-      float gf[8], xf[8], o[8];
-      unpack8(make_uint4(hfma2_bf16(g[bx][i].x, w16[bx].x, g[bx][i].x), hfma2_bf16(g[bx][i].y, w16[bx].y, g[bx][i].y),
-                         hfma2_bf16(g[bx][i].z, w16[bx].z, g[bx][i].z), hfma2_bf16(g[bx][i].w, w16[bx].w, g[bx][i].w)),
-              gf);
-      unpack8(x[bx][i], xf);
-#pragma unroll
-      for (int k = 0; k < 8; ++k) o[k] = rs[bx][i] * (gf[k] - mm[bx][i] * xf[k]);
-      if (s_row0 + bx * row_step + r < seq)
-        *reinterpret_cast<uint4*>(gbox + bx * kBoxBytes + r * 128 + pch * 16) =
-            make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
-    }
-  }
-}
-
-// ------------------------------------------------------------------ 3. the wide kernel (mode w256)
-// Tiles of 128 rows × 256 columns (640 = 256 + 256 + 128: a row block's third tile is 128 wide),
-// so every G element is made 3 times per GEMM instead of 5 and each k-block's g boxes feed twice
-// the wgmma work of a 128×128 tile. 384 threads, launched at 168 registers: warpgroup 0 the
-// transform, its thread 0 also the TMA producer, warps 1-3 the norm-weight finalize once the
-// k-blocks are done; warpgroups 1-2 the consumers, each 64 rows × 256 columns with one m64n256k16
-// per k-step (128 fp32 accumulators; 160 over 320-column tiles spilled at 168, and 512 threads
-// cap every thread at 128 — ptxas allocates for the launch bound, setmaxnreg does not raise it).
-// Stages of 48 KiB (g, then G, and B's four 64-column boxes), 4 of them: x̂ is not staged — each
-// transform thread loads the 8 x̂ chunks it needs into registers a k-block ahead (call 1 staged
-// x̂ in 64 KiB stages, 3 of them, and the ring ran dry: LOG.md). The producer loads k-block i + 3
-// after the transform released k-block i, into k-block i - 1's stage (the consumers free it once
-// wgmma i is issued, so the transform of i + 1 runs under wgmma i). Split-K across a cluster as
-// the 128×128 kernel (the fp32 partial tile, 128 KiB, lives in the stages).
-// Variants: kFast (the result), kNoTransform (timing only: no transform, no x̂: a plain GEMM's bytes).
-constexpr int kWThreads = 384;
-constexpr int kWBN = 256;
-constexpr int kWNT = 3;              // column tiles per row block: 256, 256, 128 wide
-constexpr int kWBoxes = kWBN / 64;   // 4
-constexpr int kWStages = 4;
-constexpr int kWBBytes = kBK * kWBN * 2;          // 32 KiB
-constexpr int kWStageBytes = kABytes + kWBBytes;  // 48 KiB: g (then G) and B; x̂ goes to registers
-constexpr int kWPrefetch = kWStages - 1;
-constexpr int kWSmemBytes = kWStages * kWStageBytes + 1024 + 512 + 2 * kD * 4 + kWStages * kRowSlot + 2 * kD * 2;
-static_assert(kBM * kWBN * 4 <= kWStages * kWStageBytes, "the partial tile fits in the stages");
-static_assert(kWSmemBytes <= 232448, "227 KiB of shared memory per block");
-
-__device__ __forceinline__ int wide_cols(int nt) { return nt < 2 ? kWBN : kHidden - 2 * kWBN; }
-
-// fp32 partial tile of 256 columns: row-major, 16-byte chunks XOR-swizzled by (row & 7) as red_offset.
-__device__ __forceinline__ uint32_t red_offset_w(int row, int col) {  // bytes
-  return static_cast<uint32_t>((row * kWBN + (((col >> 2) ^ (row & 7)) << 2) + (col & 3)) * 4);
-}
-
-// A thread's fragment values of 8-column group j (0..31) into the bf16 staging tile ([2 row
-// blocks][4 column boxes] of 64×64, 128-byte swizzled, as the TMA stores read them).
-__device__ __forceinline__ void stage_put_w(uint8_t* stage, int row, int j, int lane, float a, float b, float c,
-                                            float d) {
-  const int cb = j >> 3;
-  const int chunk = j & 7;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int rr = row + 8 * h;
-    const int rin = rr & 63;
-    uint8_t* box = stage + ((rr >> 6) * kWBoxes + cb) * kBoxBytes;
-    const uint32_t off = rin * 128 + ((chunk ^ (rin & 7)) << 4) + (lane & 3) * 4;
-    *reinterpret_cast<__nv_bfloat162*>(box + off) = h ? __floats2bfloat162_rn(c, d) : __floats2bfloat162_rn(a, b);
-  }
-}
-
-// reduce_store (epilogue.cuh) for the wide partial tiles: rows [r0, r0 + rows) × `cols` columns of
-// the S CTAs' partials summed in rank order (deterministic), stored as bf16 at out(row); 256 threads.
-template <int S, class Out>
-__device__ __forceinline__ void reduce_store_w(uint32_t red_addr, int rank0, int r0, int rows, int row_limit, int cols,
-                                               int ctid, Out out) {
-  constexpr int U = 8 / S;
-  const int sh = cols == kWBN ? 6 : 5;  // log2 of the float4 units per row
-  uint32_t peer[S];
-#pragma unroll
-  for (int q = 0; q < S; ++q) peer[q] = map_rank(red_addr, rank0 + q);
-  const int units = rows << sh;
-  for (int u0 = ctid; u0 < units; u0 += 256 * U) {
-    float4 v[U][S];
-#pragma unroll
-    for (int j = 0; j < U; ++j) {
-      const int u = u0 + j * 256;
-      if (u < units) {
-        const int row = r0 + (u >> sh);
-        const int c4 = u & ((1 << sh) - 1);
-        const uint32_t off = static_cast<uint32_t>((row * kWBN + ((c4 ^ (row & 7)) << 2)) * 4);
-#pragma unroll
-        for (int q = 0; q < S; ++q) v[j][q] = ld_dsmem_f4(peer[q] + off);
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < U; ++j) {
-      const int u = u0 + j * 256;
-      const int row = r0 + (u >> sh);
-      if (u >= units || row >= row_limit) continue;
-      float4 s = v[j][0];
-#pragma unroll
-      for (int q = 1; q < S; ++q) {
-        s.x += v[j][q].x;
-        s.y += v[j][q].y;
-        s.z += v[j][q].z;
-        s.w += v[j][q].w;
-      }
-      uint2 packed;
-      *reinterpret_cast<__nv_bfloat162*>(&packed.x) = __floats2bfloat162_rn(s.x, s.y);
-      *reinterpret_cast<__nv_bfloat162*>(&packed.y) = __floats2bfloat162_rn(s.z, s.w);
-      *reinterpret_cast<uint2*>(out(row) + (u & ((1 << sh) - 1)) * 4) = packed;
-    }
-  }
-}
-
-// The consumers' mainloop over 256 (N = 256) or 128 (the third tile) columns.
-template <int TA, int N, bool kStamp>
-__device__ __forceinline__ void mainloop_w(float (&acc)[128], int kb0, int kb1, uint64_t* ready, uint64_t* empty,
-                                           int wg, int lane, uint8_t* stage_base, unsigned long long* tl, bool stamper) {
-  RingPos<kWStages> pos;
-  int prev = -1;
-  for (int kb = kb0; kb < kb1; ++kb) {
-    if (stamper) stamp<kStamp>(tl, kb - kb0, kSC0);
-    mbar_wait(&ready[pos.stage], pos.phase);
-    if (stamper) stamp<kStamp>(tl, kb - kb0, kSC1);
-    wgmma_fence();
-    const uint32_t a_base = smem_u32(stage_base + pos.stage * kWStageBytes) + wg * kBoxBytes;
-    const uint32_t b_base = smem_u32(stage_base + pos.stage * kWStageBytes + kABytes);
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      const uint64_t da = TA ? make_desc_sw128(a_base + ks * 2048, kBoxBytes, 1024) : make_desc_sw128(a_base + ks * 32, 16, 1024);
-      const uint64_t db = make_desc_sw128(b_base + ks * 2048, kBoxBytes, 1024);
-      const int scale = (kb == kb0 && ks == 0) ? 0 : 1;
-      if (N == 256) wgmma_m64n256k16_w<TA, 1>(acc, da, db, scale);
-      else wgmma_m64n128k16_w<TA, 1>(acc, da, db, scale);
-    }
-    wgmma_commit();
-    wgmma_wait<1>();
-    if (stamper) stamp<kStamp>(tl, kb - kb0 - 1, kSC2);
-    if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-    prev = pos.stage;
-    pos.advance();
-  }
-  wgmma_wait<0>();
-  if (stamper) stamp<kStamp>(tl, kb1 - kb0 - 1, kSC2);
-}
-
-template <int kVariant, bool kStamp = false>
-__global__ void __launch_bounds__(kWThreads, 1) wide_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint8_t* stage_base = smem;
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kWStages * kWStageBytes);
-  uint64_t* ready = full + kWStages;
-  uint64_t* empty = ready + kWStages;
-  float* fin = reinterpret_cast<float*>(empty + kWStages);                          // [3][8]
-  float* wtab = reinterpret_cast<float*>(smem + kWStages * kWStageBytes + 512);     // [2][256]: 1 + w
-  float* rsm_ring = wtab + 2 * kD;                                                  // [kWStages][2][kBM]
-  __nv_bfloat16* wtab16 = reinterpret_cast<__nv_bfloat16*>(rsm_ring + kWStages * 2 * kBM);  // [2][256]: w
-  auto sa = [&](int st) { return stage_base + st * kWStageBytes; };
-  auto sb = [&](int st) { return stage_base + st * kWStageBytes + kABytes; };
-
-  const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  const Work w = decode_work<kWNT>(p);
-  const int nkb = w.valid ? w.kb1 - w.kb0 : 0;
-  const int m0 = w.mt * kBM;
-  const int xb = w.mt / p.nsb;
-  const int xs0 = (w.mt - xb * p.nsb) * kBM;
-  const int col0 = w.nt * kWBN;
-  const int cols = wide_cols(w.nt);
-  unsigned long long* tl = kStamp ? p.timeline + static_cast<int64_t>(blockIdx.x) * kTlWords : nullptr;
-  if (threadIdx.x == 0) {
-    stamp_head<kStamp>(tl, 0, false);
-    stamp_head<kStamp>(tl, 1, true);
-    if (kStamp) tl[2] = smid(), tl[3] = nkb | w.is_w << 16 | w.tile << 17;
-  }
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kWStages; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&ready[s], 4);  // lane 0 of each transform warp
-      mbar_init(&empty[s], 8);  // lane 0 of each consumer warp
-    }
-    fence_barrier_init();
-  }
-  if (threadIdx.x >= 128 && threadIdx.x < 256) {
-    const int i = threadIdx.x - 128;
-    wtab[i] = 1.f + __bfloat162float(p.nwq[i]);
-    wtab[i + 128] = 1.f + __bfloat162float(p.nwq[i + 128]);
-    wtab[kD + i] = 1.f + __bfloat162float(p.nwk[i]);
-    wtab[kD + i + 128] = 1.f + __bfloat162float(p.nwk[i + 128]);
-    wtab16[i] = p.nwq[i];
-    wtab16[i + 128] = p.nwq[i + 128];
-    wtab16[kD + i] = p.nwk[i];
-    wtab16[kD + i + 128] = p.nwk[i + 128];
-  }
-  __syncthreads();
-  auto kb_head = [&](int kb) { return w.is_w ? (m0 >> 8) : (kb >> 2); };
-
-  if (warp < 4) {
-    // -------------------------------------------------------------- transform warpgroup (+ producer, finalize)
-    const int t = threadIdx.x;
-    RingPos<kWStages> ppos;
-    auto load = [&](int i) {  // thread 0: the TMA loads of local k-block i
-      const int kb = w.kb0 + i;
-      const int head = kb_head(kb);
-      stamp<kStamp>(tl, i, kSP0);
-      mbar_wait(&empty[ppos.stage], ppos.phase ^ 1);
-      stamp<kStamp>(tl, i, kSP1);
-      mbar_expect_tx(&full[ppos.stage], kABytes + cols * kBK * 2);
-      uint8_t* a = sa(ppos.stage);
-      uint8_t* bt = sb(ppos.stage);
-      uint64_t* bar = &full[ppos.stage];
-      const CUtensorMap* gm = head < 4 ? &maps.gq : (head == 4 ? &maps.gk : &maps.gv);
-      if (w.is_w) {
-        const int b = kb / p.nkbs;
-        const int s0 = (kb - b * p.nkbs) * kBK;
-        const int z = head < 4 ? b * 4 + head : b;
-#pragma unroll
-        for (int c = 0; c < 2; ++c) tma_load_3d(a + c * kBoxBytes, gm, bar, (m0 + c * 64) & 255, s0, z);
-        for (int c = 0; c < cols / 64; ++c) tma_load_3d(bt + c * kBoxBytes, &maps.x, bar, col0 + c * 64, s0, b);
-      } else {
-        const int z = head < 4 ? xb * 4 + head : xb;
-#pragma unroll
-        for (int c = 0; c < 2; ++c) tma_load_3d(a + c * kBoxBytes, gm, bar, (kb & 3) * kBK, xs0 + c * 64, z);
-        const CUtensorMap* wmap = kb < 16 ? &maps.wq : (kb < 20 ? &maps.wk : &maps.wv);
-        const int wrow = (kb < 16 ? kb : (kb < 20 ? kb - 16 : kb - 20)) * kBK;
-        for (int c = 0; c < cols / 64; ++c) tma_load_2d(bt + c * kBoxBytes, wmap, bar, col0 + c * 64, wrow);
-      }
-      ppos.advance();
-    };
-    auto kb_rows = [&](int kb, int& b, int& s0) {
-      if (w.is_w) {
-        b = kb / p.nkbs;
-        s0 = (kb - b * p.nkbs) * kBK;
-      } else {
-        b = xb;
-        s0 = xs0;
-      }
-    };
-    // x̂ of this thread's 8 chunks of local k-block i (the chunks transform_kblock_xr rewrites),
-    // loaded into registers a k-block ahead: zero past S and for V's k-blocks.
-    auto load_x = [&](int i, uint4 (&x)[2][4]) {
-      const int kb = w.kb0 + i;
-      const int head = kb_head(kb);
-      int b, s0;
-      kb_rows(kb, b, s0);
-      const int row_step = w.is_w ? 0 : 64, col_step = w.is_w ? 64 : 0;
-      const int d0 = w.is_w ? (m0 & 255) : (kb & 3) * kBK;
-      const int r0 = t >> 3;
-      const int c = (t & 7) ^ (r0 & 7);
-      const uint4* xbase = head < 4 ? p.xq + (static_cast<long long>(b) * 4 + head) * p.seq * 32
-                                    : p.xk + static_cast<long long>(b) * p.seq * 32;
-#pragma unroll
-      for (int bx = 0; bx < 2; ++bx)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int s = s0 + bx * row_step + r0 + 16 * j;
-          x[bx][j] = make_uint4(0, 0, 0, 0);
-          if (kVariant == kFast && i < nkb && head < 5 && s < p.seq)
-            x[bx][j] = __ldg(xbase + static_cast<long long>(s) * 32 + ((d0 + bx * col_step) >> 3) + c);
-        }
-    };
-    auto issue = [&](int i) {  // rstd, m of the rows of local k-block i into slot i % kWStages
-      const int kb = w.kb0 + i;
-      const int head = kb_head(kb);
-      if (kVariant == kFast && i < nkb && head < 5 && t < (w.is_w ? kBK : kBM)) {
-        int b, s0;
-        kb_rows(kb, b, s0);
-        const int s = s0 + t;
-        if (s < p.seq) {
-          const long long base = head < 4 ? (static_cast<long long>(b) * 4 + head) * p.seq
-                                          : static_cast<long long>(b) * p.seq;
-          const float* rstd = head < 4 ? p.rq : p.rk;
-          const float* mrow = p.m + (head < 4 ? 0 : 4LL * p.tokens);
-          const uint32_t slot = smem_u32(rsm_ring + (i % kWStages) * 2 * kBM);
-          cp_async4(slot + t * 4, rstd + base + s);
-          cp_async4(slot + (kBM + t) * 4, mrow + base + s);
-        }
-      }
-      cp_async_commit();
-    };
-    if (t == 0)
-      for (int i = 0; i < kWStages && i < nkb; ++i) load(i);  // the stages are free
-    __syncwarp();
-    const bool any_norm = nkb > 0 && (w.is_w ? (m0 >> 8) < 5 : w.kb0 < 20);
-    if (kVariant == kFast && any_norm) pdl_wait();  // m comes from the stats kernel
-#pragma unroll
-    for (int i = 0; i < kWPrefetch; ++i) issue(i);
-    RingPos<kWStages> pos;
-    // k-block i with x̂ in xcur; x̂ of k-block i + 1 loaded into xnext (two register sets taken in
-    // turn: a copy at the end of each k-block made it wait for the loads it had just issued, call 2)
-    auto step = [&](int i, uint4 (&xcur)[2][4], uint4 (&xnext)[2][4]) {
-      const int kb = w.kb0 + i;
-      const int head = kb_head(kb);
-      if (t == 0) stamp<kStamp>(tl, i, kST0);
-      cp_async_wait<kWPrefetch - 1>();
-      named_barrier_sync(3, 128);  // every row of slot i landed; slot i - 1 is free
-      if (t == 0) stamp<kStamp>(tl, i, kSTb);
-      issue(i + kWPrefetch);
-      load_x(i + 1, xnext);
-      mbar_wait(&full[pos.stage], pos.phase);
-      if (t == 0) stamp<kStamp>(tl, i, kST1);
-      if (kVariant == kFast && head < 5) {
-        const float* rsm = rsm_ring + (i % kWStages) * 2 * kBM;
-        int b, s0;
-        kb_rows(kb, b, s0);
-        if (w.is_w) {  // both boxes: tokens s0.., dims m0 and m0 + 64
-          transform_kblock_xr(sa(pos.stage), xcur, wtab16, rsm, p.seq, s0, 0, head, m0 & 255, 64, t);
-        } else {  // box c: positions xs0 + 64c.., dims (kb & 3)·64
-          transform_kblock_xr(sa(pos.stage), xcur, wtab16, rsm, p.seq, s0, 64, head, (kb & 3) * kBK, 0, t);
-        }
-        fence_proxy_async_shared();
-      }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&ready[pos.stage]);
-      if (t == 0) stamp<kStamp>(tl, i, kST2);
-      pos.advance();
-      // k-block i + 3 into k-block i - 1's stage: the consumers free it once wgmma i is issued
-      if (t == 0 && i >= 1 && i + kWStages - 1 < nkb) load(i + kWStages - 1);
-      __syncwarp();
-    };
-    uint4 xa[2][4], xb[2][4];
-    if (nkb > 0) load_x(0, xa);
-    for (int i = 0; i < nkb; i += 2) {
-      step(i, xa, xb);
-      if (i + 1 < nkb) step(i + 1, xb, xa);
-    }
-    cp_async_wait<0>();
-    if (warp >= 1 && p.norm_parts > 0) {
-      pdl_wait();
-      finalize_norm_weight<4>(p, fin, threadIdx.x - 32);
-    }
-    if (w.grp_size > 1) {
-      cluster_sync_all();
-      cluster_sync_all();
-    }
-    return;
-  }
-
-  // ---------------------------------------------------------------- consumer warpgroups
-  const int wg = (threadIdx.x - 128) >> 7;  // 0 or 1: rows 64·wg..
-  const int ctid = threadIdx.x - 128;       // 0..255
-  float acc[128];
-  if (nkb > 0) {
-    if (cols == kWBN) {
-      if (w.is_w) mainloop_w<1, 256, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base, tl, ctid == 0);
-      else mainloop_w<0, 256, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base, tl, ctid == 0);
-    } else {
-      if (w.is_w) mainloop_w<1, 128, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base, tl, ctid == 0);
-      else mainloop_w<0, 128, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, stage_base, tl, ctid == 0);
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < 128; ++j) acc[j] = 0.f;
-  }
-  if (ctid == 0) stamp_head<kStamp>(tl, 4, false), stamp_head<kStamp>(tl, 5, true);
-  named_barrier_sync(1, 256);  // both warpgroups are done with the stages
-  const int frow = wg * kWM + (warp & 3) * 16 + (lane >> 2);
-  const int groups = cols / 8;
-  if (w.grp_size == 1) {
-    if (w.valid) {
-      uint8_t* stage = smem;
-#pragma unroll
-      for (int j = 0; j < 32; ++j)
-        if (j < groups) stage_put_w(stage, frow, j, lane, acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
-      fence_proxy_async_shared();
-      named_barrier_sync(1, 256);
-      if (ctid == 0) {
-        if (w.is_w) {
-          const CUtensorMap* map = m0 < 1024 ? &maps.dwq : (m0 < kQK ? &maps.dwk : &maps.dwv);
-          const int row0 = m0 < 1024 ? m0 : (m0 < kQK ? m0 - 1024 : m0 - kQK);
-          for (int rb = 0; rb < 2; ++rb)
-            for (int cb = 0; cb < cols / 64; ++cb)
-              tma_store_2d(map, stage + (rb * kWBoxes + cb) * kBoxBytes, col0 + cb * 64, row0 + rb * 64);
-        } else {
-          for (int rb = 0; rb < 2; ++rb) {
-            if (xs0 + rb * 64 >= p.seq) break;
-            for (int cb = 0; cb < cols / 64; ++cb)
-              tma_store_3d(&maps.dx, stage + (rb * kWBoxes + cb) * kBoxBytes, col0 + cb * 64, xs0 + rb * 64, xb);
-          }
-        }
-        bulk_commit();
-        bulk_wait_read0();
-      }
-    }
-    if (ctid == 0) stamp_head<kStamp>(tl, 6, false), stamp_head<kStamp>(tl, 7, true);
-    return;
-  }
-  uint8_t* red = smem;
-  if (w.valid) {
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      if (j >= groups) break;
-      const int col = j * 8 + (lane & 3) * 2;
-      *reinterpret_cast<float2*>(red + red_offset_w(frow, col)) = make_float2(acc[4 * j], acc[4 * j + 1]);
-      *reinterpret_cast<float2*>(red + red_offset_w(frow + 8, col)) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
-    }
-  }
-  cluster_sync_all();
-  if (w.valid) {
-    const int row_limit = w.is_w ? kBM : min(kBM, p.seq - xs0);
-    const int rows = kBM / w.grp_size;
-    const int r0 = w.grp_idx * rows;
-    const uint32_t red_addr = smem_u32(red);
-    __nv_bfloat16* xbase = p.dx + (static_cast<int64_t>(xb) * p.seq + xs0) * kHidden + col0;
-    auto out = [&](int row) { return w.is_w ? dw_row(p, m0 + row) + col0 : xbase + static_cast<int64_t>(row) * kHidden; };
-    switch (w.grp_size) {
-      case 2: reduce_store_w<2>(red_addr, w.grp_base, r0, rows, row_limit, cols, ctid, out); break;
-      case 4: reduce_store_w<4>(red_addr, w.grp_base, r0, rows, row_limit, cols, ctid, out); break;
-      default: reduce_store_w<8>(red_addr, w.grp_base, r0, rows, row_limit, cols, ctid, out); break;
-    }
-  }
-  cluster_sync_all();
-  if (ctid == 0) stamp_head<kStamp>(tl, 6, false), stamp_head<kStamp>(tl, 7, true);
-}
-
 // ------------------------------------------------------------------ host
 struct Plan {
   int cl, sw, sx, x_first;
@@ -1445,7 +970,7 @@ struct Plan {
 };
 constexpr int kPlanFields = 12;
 
-Plan shape_plan(int batch, int seq, int num_sms, int cl, int sw, int sx, int x_first, int nt) {
+Plan shape_plan(int batch, int seq, int num_sms, int cl, int sw, int sx, int x_first) {
   Plan p{};
   p.cl = cl;
   p.sw = sw;
@@ -1454,8 +979,8 @@ Plan shape_plan(int batch, int seq, int num_sms, int cl, int sw, int sx, int x_f
   p.nsb = (seq + kBM - 1) / kBM;
   p.nkbs = (seq + kBK - 1) / kBK;
   p.kbw = batch * p.nkbs;
-  p.nwt = (kGCols / kBM) * nt;
-  p.nxt = batch * p.nsb * nt;
+  p.nwt = (kGCols / kBM) * kNT;
+  p.nxt = batch * p.nsb * kNT;
   p.ncw = (p.nwt + cl / sw - 1) / (cl / sw);
   p.ncx = (p.nxt + cl / sx - 1) / (cl / sx);
   p.grid = (p.ncw + p.ncx) * cl;
@@ -1478,30 +1003,18 @@ struct TableRow {
 constexpr TableRow kPlanTable[] = {
     {384, 4, 1, 4, 1}, {768, 2, 1, 2, 1}, {1792, 1, 1, 1, 1}, {3072, 2, 2, 1, 1}, {9216, 1, 1, 1, 0}, {1 << 30, 2, 2, 1, 0},
 };
-// The wide kernel (128×256 tiles: 36 dW tiles of K = T, 3 dX tiles per 128 tokens of 24 k-blocks):
-// dX split at few tokens, dW's long K split more as T grows, about one wave of CTAs at ≤ 3k
-// tokens; chosen by counting before any measurement (9th session, LOG.md).
-constexpr TableRow kWidePlanTable[] = {
-    {768, 4, 2, 4, 1}, {1536, 2, 2, 2, 1}, {3072, 2, 2, 1, 1}, {6144, 4, 4, 1, 1}, {1 << 30, 8, 8, 1, 1},
-};
-
 bool valid_forced(const int* f) {
   if (f == nullptr || f[0] == 0) return true;
   auto pow2 = [](int v) { return v == 1 || v == 2 || v == 4 || v == 8; };
   return pow2(f[0]) && pow2(f[1]) && pow2(f[2]) && f[1] <= f[0] && f[2] <= f[0] && (f[3] == 0 || f[3] == 1);
 }
 
-Plan make_plan(int batch, int seq, int num_sms, const int* f, bool wide) {
-  const int nt = wide ? kWNT : kNT;
-  if (f != nullptr && f[0] != 0) return shape_plan(batch, seq, num_sms, f[0], f[1], f[2], f[3], nt);
+Plan make_plan(int batch, int seq, int num_sms, const int* f) {
+  if (f != nullptr && f[0] != 0) return shape_plan(batch, seq, num_sms, f[0], f[1], f[2], f[3]);
   const long long tokens = static_cast<long long>(batch) * seq;
-  if (wide) {
-    for (const TableRow& r : kWidePlanTable)
-      if (tokens <= r.max_tokens) return shape_plan(batch, seq, num_sms, r.cl, r.sw, r.sx, r.x_first, nt);
-  }
   for (const TableRow& r : kPlanTable)
-    if (tokens <= r.max_tokens) return shape_plan(batch, seq, num_sms, r.cl, r.sw, r.sx, r.x_first, nt);
-  return shape_plan(batch, seq, num_sms, 1, 1, 1, 0, nt);
+    if (tokens <= r.max_tokens) return shape_plan(batch, seq, num_sms, r.cl, r.sw, r.sx, r.x_first);
+  return shape_plan(batch, seq, num_sms, 1, 1, 1, 0);
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 encode() { return encode_fn(); }
@@ -1524,16 +1037,15 @@ bool make_map_3d(CUtensorMap* map, const void* ptr, int64_t d2, int64_t d1, int6
 
 extern "C" {
 
-// forced: NULL or 4 ints {cluster, sw, sx, x_first} (cluster 0 = the planner's); wide: 1 for the
-// wide kernel's 128×256 tiles (flags bit 7). out[0..11]: cluster, sw, sx, x_first, grid, ncw, ncx,
+// forced: NULL or 4 ints {cluster, sw, sx, x_first} (cluster 0 = the planner's). out[0..11]: cluster, sw, sx, x_first, grid, ncw, ncx,
 // nwt, nxt, kbw, stats blocks, stats rows per warp. Returns the number of values, or -1 for bad
 // arguments.
-int kidxf_plan(int batch, int seq, int num_sms, const int* forced, int wide, long long* out, int nout) {
+int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* out, int nout) {
   using namespace kidxf;
   if (batch < 1 || seq < 1 || num_sms < 1 || nout < kPlanFields || !valid_forced(forced) ||
       5LL * batch * seq >= (1LL << 31))
     return -1;
-  const Plan p = make_plan(batch, seq, num_sms, forced, wide != 0);
+  const Plan p = make_plan(batch, seq, num_sms, forced);
   const long long v[kPlanFields] = {p.cl, p.sw, p.sx, p.x_first, p.grid, p.ncw, p.ncx, p.nwt, p.nxt, p.kbw,
                                     p.stats_blocks, p.stats_per_warp};
   for (int i = 0; i < kPlanFields; ++i) out[i] = v[i];
@@ -1545,8 +1057,8 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, int wide, lon
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
 // 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag;
-// bit 7 the wide kernel, 128×256 tiles, variants kFast, kNoTransform only) [29 timeline [grid][kTlWords] u64 or 0:
-// the stamped build, t2, diag-nox and the wide kernel only]
+// bit 7 Params::early_loads)
+// [29 timeline [grid][kTlWords] u64 or 0: the stamped build, t2 and diag-nox only]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
   if (n < 29) return kErrArguments;
@@ -1556,9 +1068,8 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   int forced[4];
   for (int i = 0; i < 4; ++i) forced[i] = static_cast<int>(a[24 + i]);
   const int flags = static_cast<int>(a[28]);
-  const bool wide = (flags >> 7) & 1;
   if (batch < 1 || seq < 1 || sms < 1 || !valid_forced(forced) || 5LL * batch * seq >= (1LL << 31)) return kErrArguments;
-  const Plan pl = make_plan(batch, seq, sms, forced, wide);
+  const Plan pl = make_plan(batch, seq, sms, forced);
   const long long tokens = static_cast<long long>(batch) * seq;
 
   Maps m;
@@ -1616,19 +1127,15 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.ncx = pl.ncx;
   p.x_first = pl.x_first;
   p.diag = (flags >> 4) & 7;
-  p.xq = static_cast<const uint4*>(ptr(11));
-  p.xk = static_cast<const uint4*>(ptr(12));
+  p.early_loads = (flags >> 7) & 1;
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
   const int variant = (flags >> 1) & 7;
   if (variant > kT2) return kErrArguments;
-  if (wide && variant != kFast && variant != kNoTransform) return kErrArguments;
-  // a timeline (lab only) runs the stamped build of t2, the 128×128 skeleton (kNoX) or the wide kernel
+  // a timeline (lab only) runs the stamped build of t2 or of the skeleton with a plain GEMM's bytes (kNoX)
   const bool stamped = p.timeline != nullptr;
-  if (stamped && !(wide || variant == kT2 || variant == kNoX)) return kErrArguments;
-  auto kfn = stamped ? (wide ? (variant == kNoTransform ? wide_gemm_kernel<kNoTransform, true> : wide_gemm_kernel<kFast, true>)
-                             : variant == kT2 ? fused_gemm_kernel<kT2, true> : fused_gemm_kernel<kNoX, true>)
-             : wide ? (variant == kNoTransform ? wide_gemm_kernel<kNoTransform> : wide_gemm_kernel<kFast>)
+  if (stamped && variant != kT2 && variant != kNoX) return kErrArguments;
+  auto kfn = stamped ? (variant == kT2 ? fused_gemm_kernel<kT2, true> : fused_gemm_kernel<kNoX, true>)
              : variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
               : variant == kNoX         ? fused_gemm_kernel<kNoX>
@@ -1638,12 +1145,12 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
               : variant == kT2          ? fused_gemm_kernel<kT2>
                                         : fused_gemm_kernel<kFast>;
   const void* kernel = reinterpret_cast<const void*>(kfn);
-  const int smem_bytes = wide ? kWSmemBytes : kSmemBytes;
+  const int smem_bytes = kSmemBytes;
   err = allow_dynamic_smem(kernel, smem_bytes);
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(pl.grid);
-  cfg.blockDim = dim3(wide ? kWThreads : variant == kT2 ? kThreadsT2 : kThreads);
+  cfg.blockDim = dim3(variant == kT2 ? kThreadsT2 : kThreads);
   cfg.dynamicSmemBytes = smem_bytes;
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
