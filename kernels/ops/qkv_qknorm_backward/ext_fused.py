@@ -73,7 +73,8 @@ def load(verbose: bool = False):
 # left out) and 7 (Params::early_loads)
 EARLY = 1 << 6
 VARIANTS = {"": 7, "t2": 7, "t1": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
-            "diag-nosmem": 4 | 4 << 3, "t2-early": 7 | EARLY, "diag-nox-early": 3 | EARLY}
+            "diag-nosmem": 4 | 4 << 3, "t2-early": 7 | EARLY, "diag-nox-early": 3 | EARLY,
+            "diag-notransform-early": 2 | EARLY}
 
 
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:

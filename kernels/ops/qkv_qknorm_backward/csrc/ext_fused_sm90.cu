@@ -1058,7 +1058,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
 // 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag;
 // bit 7 Params::early_loads)
-// [29 timeline [grid][kTlWords] u64 or 0: the stamped build, t2 and diag-nox only]
+// [29 timeline [grid][kTlWords] u64 or 0: the stamped build, t2, diag-notransform and diag-nox only]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
   if (n < 29) return kErrArguments;
@@ -1132,10 +1132,11 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
 
   const int variant = (flags >> 1) & 7;
   if (variant > kT2) return kErrArguments;
-  // a timeline (lab only) runs the stamped build of t2 or of the skeleton with a plain GEMM's bytes (kNoX)
+  // a timeline (lab only) runs the stamped build of t2 or of a skeleton (kNoTransform, kNoX)
   const bool stamped = p.timeline != nullptr;
-  if (stamped && variant != kT2 && variant != kNoX) return kErrArguments;
-  auto kfn = stamped ? (variant == kT2 ? fused_gemm_kernel<kT2, true> : fused_gemm_kernel<kNoX, true>)
+  if (stamped && variant != kT2 && variant != kNoX && variant != kNoTransform) return kErrArguments;
+  auto kfn = stamped ? (variant == kT2 ? fused_gemm_kernel<kT2, true>
+                        : variant == kNoX ? fused_gemm_kernel<kNoX, true> : fused_gemm_kernel<kNoTransform, true>)
              : variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
               : variant == kNoX         ? fused_gemm_kernel<kNoX>
