@@ -13,14 +13,18 @@
   verified against the approved runner keys in `data/runners/*.pem` and published as verified.
   Those of the older dialect are kept as files only: their runs are re-expressed in
   data/controlled/h200-verified-reruns/ (Reproducible), as their signatures cover older digests.
-A second start finds everything present and writes nothing.
+A second start finds everything present and writes nothing; a start whose data files and importing
+code are those of the last full load (store/bundled_loads.py) does not even read them.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import json
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 from loaders.common.format_set import FormatSet, format_set
@@ -31,7 +35,7 @@ from registry.controlled_format import SOURCE as OUR_SOURCE
 from registry.dsse import keyid, load_public_key
 from registry.format import FormatError
 from server.settings import Settings
-from store import leaderboards
+from store import bundled_loads, leaderboards
 from store.client import make_client
 from store.code_pins import save_pins
 from store.schema import ensure_schema
@@ -54,6 +58,24 @@ BUNDLED_DATA = _bundled_data()
 
 class BootstrapError(RuntimeError):
     """Committed data that cannot be loaded: the message names the file and the reason."""
+
+
+# The code whose output a load is (its parsers, manifests, write paths): a change to any of it, or
+# to this module, loads the bundled data again on the next start.
+IMPORTING_CODE = ("loaders", "registry", "store")
+
+
+def load_fingerprint(data_dir: Path) -> str:
+    """sha256 of every file of `data_dir` and of IMPORTING_CODE's and this module's sources (~9 MB:
+    about 20 ms), by relative path."""
+    digest = hashlib.sha256()
+    roots = [("data", data_dir)] + [(name, Path(importlib.import_module(name).__file__).parent) for name in IMPORTING_CODE]
+    for label, root in roots:
+        for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            digest.update(f"{label}/{path.relative_to(root).as_posix()}\0{path.stat().st_size}\0".encode())
+            digest.update(path.read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()
 
 
 def approved_runner_keys(data_dir: Path) -> dict:
@@ -108,6 +130,11 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path, say: Callable[
         await ensure_schema(db)
         # Groups stored before leaderboards existed get theirs (pages read the runs until then).
         await leaderboards.backfill(db)
+        fingerprint = load_fingerprint(data_dir)
+        if await bundled_loads.last_fingerprint(db) == fingerprint:
+            say("bundled data: the files and the code that imports them are those of the last load: nothing to import")
+            return
+        await bundled_loads.forget(db)  # until this load ends: one stopped half-way is done again next time
         controlled = sorted((data_dir / "controlled").rglob("manifests.json"))
         verified = sorted((data_dir / "verified").glob("*.json"))
         sources = bundled_sources(data_dir)
@@ -172,5 +199,6 @@ async def bootstrap(uri: str, settings: Settings, data_dir: Path, say: Callable[
                     f"{counts[0]} signed results checked" + (f", {counts[1]} of the older dialect left as files" if counts[1] else "")
                 ),
             )
+        await bundled_loads.record(db, fingerprint, datetime.now(UTC))
     finally:
         await client.close()

@@ -68,6 +68,13 @@ VALIDATORS["catalog_imports"] = {
         "properties": {"_id": {"bsonType": "string", "pattern": "^[0-9a-f]{64}$"}, "importedAt": {"bsonType": "date"}},
     }
 }
+VALIDATORS["bundled_data_loads"] = {
+    "$jsonSchema": {
+        "bsonType": "object",
+        "required": ["_id", "fingerprint", "loadedAt"],
+        "properties": {"fingerprint": {"bsonType": "string", "pattern": "^[0-9a-f]{64}$"}, "loadedAt": {"bsonType": "date"}},
+    }
+}
 VALIDATORS["record_history"] = {
     "$jsonSchema": {
         "bsonType": "object",

@@ -1,5 +1,6 @@
-"""Signed results kept under data/verified/ are re-verified against the approved runner keys on
-every start, and only then shown as KernelIndex Verified."""
+"""Signed results kept under data/verified/ are verified against the approved runner keys on every
+load of the bundled data, and only then shown as KernelIndex Verified; a start whose files and
+importing code are the last full load's loads nothing, one after a change or a failed load does."""
 
 import base64
 import json
@@ -70,3 +71,28 @@ async def test_tampered_result_file_stops_the_start(db, mongo_uri, tmp_path):
     with pytest.raises(BootstrapError, match="SIGNATURE_INVALID"):
         await bootstrap(mongo_uri, Settings(database=db.name), tmp_path)
     assert await db.runs.count_documents({}) == 0
+
+
+async def test_a_start_with_the_last_loads_files_imports_nothing(db, mongo_uri, tmp_path):
+    signer = Ed25519PrivateKey.generate()
+    path = _data_dir(tmp_path, signer, signer)
+    settings = Settings(database=db.name)
+    first, second, third = [], [], []
+    await bootstrap(mongo_uri, settings, tmp_path, say=first.append)
+    assert any("the verified reruns: 1 signed results checked" in line for line in first)
+    await bootstrap(mongo_uri, settings, tmp_path, say=second.append)
+    assert second == ["bundled data: the files and the code that imports them are those of the last load: nothing to import"]
+
+    # A changed file is loaded again: here a result that no longer matches its signature stops the
+    # start, and that load is not recorded, so the next start (the file mended) loads everything.
+    original = path.read_text()
+    record = json.loads(original)
+    statement = json.loads(base64.b64decode(record["envelope"]["payload"]))
+    statement["predicate"]["manifests"][0]["spec"]["measurements"][0]["value"] = 7
+    record["envelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    path.write_text(json.dumps(record))
+    with pytest.raises(BootstrapError, match="SIGNATURE_INVALID"):
+        await bootstrap(mongo_uri, settings, tmp_path)
+    path.write_text(original)
+    await bootstrap(mongo_uri, settings, tmp_path, say=third.append)
+    assert any("the verified reruns: 1 signed results checked" in line for line in third)
