@@ -27,7 +27,7 @@ from registry.digest import manifest_digest
 from registry.evidence import derive_evidence_level
 from registry.manifests import Manifest
 from registry.ranking import rank_rule_for, rank_value
-from store import events, groups, leaderboards, source_records
+from store import definitions_stored, events, groups, leaderboards, source_records
 from store.bundle import REFERENCED, Bundle, bundle_group, check_references
 from store.chunks import chunked
 from store.group_members import UNRANKED_ORDER
@@ -231,7 +231,8 @@ async def _insert_referenced_objects(db: AsyncDatabase, bundles: list[tuple[Bund
 
 
 async def insert_ignoring_duplicates(collection, docs: list[dict[str, Any]]) -> None:
-    """Insert immutable documents; one that another writer inserted first is the same object."""
+    """Insert immutable documents; one that another writer inserted first is the same object.
+    New definitions raise store/definitions_stored.py's number (the definitions' listing)."""
     if not docs:
         return
     try:
@@ -240,6 +241,8 @@ async def insert_ignoring_duplicates(collection, docs: list[dict[str, Any]]) -> 
         others = [e for e in error.details.get("writeErrors", []) if e.get("code") != 11000]
         if others:
             raise
+    if collection.name == "definitions":
+        await definitions_stored.raise_number(collection.database)
 
 
 async def existing_ids(collection, ids: Iterable[str], session: AsyncClientSession | None = None) -> set[str]:

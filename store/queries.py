@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from store import events
+from store import definitions_stored, events
 from store.leaderboards import ROW_FIELDS
 
 Doc = dict[str, Any]
@@ -175,20 +176,24 @@ class ListedDefinition:
 @dataclass(frozen=True)
 class _Listing:
     count: int
+    stored: int  # store/definitions_stored.py's number, read before the definitions were
+    counted_at: float  # time.monotonic() of the last count that agreed with `count`
     definitions: list[ListedDefinition]
     gpu_count: int = -1  # the event counter the GPUs were read at
     gpus: dict[str, str] = field(default_factory=dict)  # definition digest -> its groups' GPUs, lower-cased
 
 
-# The listing of every definition, per database, kept while the definitions' count is unchanged.
+# The listing of every definition, per database, kept while no definition has been stored since.
 # SecantusDB 0.7 reads every document of a query that is not a plain index range (and a sort
 # or limit does not stop it): listing 451 definitions by name cost 120-300 ms, 40 times a
 # 20-definition page, on the shared 2-core machine. Definitions are never deleted and their
-# names never change, so the count (a walk of the collection's ids: about 4 ms for 451) says
-# whether the listing is still whole; the count is read before the documents, so a definition
-# stored between the two is read again next time.
+# names never change, so the listing is whole while store/definitions_stored.py's number reads
+# the same (it is read before the documents, so a definition stored between the two is read
+# again next time) and, checked every RECOUNT_S, the definitions' count does (for a writer killed
+# between its insert and raising that number; counting walks every definition).
 _LISTINGS: OrderedDict[tuple[int, str], _Listing] = OrderedDict()
 _LISTINGS_KEPT = 16
+RECOUNT_S = 10.0
 
 
 def _listed(doc: Doc) -> ListedDefinition:
@@ -201,13 +206,15 @@ def _listed(doc: Doc) -> ListedDefinition:
 
 async def _definition_listing(db: AsyncDatabase, *, with_gpus: bool, fresh: bool = False) -> _Listing:
     key = (id(db.client), db.name)
-    count = await db.definitions.estimated_document_count()
+    stored, count = await asyncio.gather(definitions_stored.number(db), db.definitions.estimated_document_count())
     listing = _LISTINGS.get(key)
-    if fresh or listing is None or listing.count != count:
+    if fresh or listing is None or listing.count != count or listing.stored != stored:
         docs = await db.definitions.find(
             {}, {"spec.name": 1, "metadata.name": 1, "metadata.title": 1, "metadata.labels.project": 1}
         ).to_list()
-        listing = _Listing(count=count, definitions=sorted(map(_listed, docs), key=lambda d: d.order))
+        listing = _Listing(count, stored, time.monotonic(), sorted(map(_listed, docs), key=lambda d: d.order))
+    else:
+        listing = replace(listing, counted_at=time.monotonic())
     if with_gpus:
         # A group is only ever created in a transaction that also takes an event number, and its
         # definition and GPU never change: while the event counter reads the same, so do these.
@@ -218,7 +225,7 @@ async def _definition_listing(db: AsyncDatabase, *, with_gpus: bool, fresh: bool
             async for group in db.comparison_groups.find({}, {"definitionDigest": 1, "gpu": 1}):
                 gpu = group.get("gpu") or {}
                 gpus.setdefault(group["definitionDigest"], []).extend(str(gpu.get(k, "")).lower() for k in ("product", "architecture"))
-            listing = _Listing(listing.count, listing.definitions, groups, {d: "\n".join(v) for d, v in gpus.items()})
+            listing = replace(listing, gpu_count=groups, gpus={d: "\n".join(v) for d, v in gpus.items()})
     _LISTINGS[key] = listing
     _LISTINGS.move_to_end(key)
     while len(_LISTINGS) > _LISTINGS_KEPT:
@@ -252,15 +259,15 @@ async def definitions_page(db: AsyncDatabase, *, words: list[str], first: int, a
     `after_name`. Returns (page, has_next_page, how many match in all).
 
     Matched and paged on the listing of every definition's names (`_definition_listing`), then
-    the page's documents are read by `_id`. With a listing kept already, its counts are checked
-    while the page is read (two round trips at once, not one after the other)."""
+    the page's documents are read by `_id`. With a listing kept already, whether it is still
+    whole is checked while the page is read (round trips at once, not one after the other)."""
     words = [w.lower() for w in words]
     kept = _LISTINGS.get((id(db.client), db.name))
-    if kept is not None and (not words or kept.gpu_count >= 0):
+    if kept is not None and (not words or kept.gpu_count >= 0) and time.monotonic() - kept.counted_at < RECOUNT_S:
         page, more, total = _page_of(kept, words, first, after_name)
-        counts = [db.definitions.estimated_document_count()] + ([events.last_seq(db)] if words else [])
-        (count, *groups), found = await asyncio.gather(asyncio.gather(*counts), _documents(db, page))
-        if count == kept.count and groups in ([], [kept.gpu_count]) and len(found) == len(page):
+        checks = [definitions_stored.number(db)] + ([events.last_seq(db)] if words else [])
+        (stored, *groups), found = await asyncio.gather(asyncio.gather(*checks), _documents(db, page))
+        if stored == kept.stored and groups in ([], [kept.gpu_count]) and len(found) == len(page):
             return [found[d.digest] for d in page], more, total
     for attempt in (0, 1):
         listing = await _definition_listing(db, with_gpus=bool(words), fresh=attempt > 0)

@@ -1,10 +1,12 @@
 """The read API over HTTP through the real ASGI app and a real database."""
 
 import base64
+from datetime import UTC, datetime
 
 from registry.digest import manifest_digest
 from resolvers import ids
-from store.publish import publish_many
+from store import queries
+from store.publish import manifest_document, publish_many
 from tests import factories
 
 RUN_FIELDS = """
@@ -233,3 +235,18 @@ async def test_search_definitions_sees_each_new_definition_and_group(api, db):
     found = (await api.data(q, {"t": ""}))["searchDefinitions"]
     assert found == {"totalCount": 2, "nodes": [{"name": "op-one"}, {"name": "op-two"}]}
     assert (await api.data(q, {"t": "h200 one"}))["searchDefinitions"] == {"totalCount": 1, "nodes": [{"name": "op-one"}]}
+
+
+async def test_search_definitions_recounts_after_a_writer_killed_mid_way(api, db, monkeypatch):
+    """A definition stored by a writer killed before it raised the definitions' number (here: the
+    document inserted straight) is found once the kept listing is recounted (every RECOUNT_S)."""
+    q = '{ searchDefinitions(text: "", first: 50) { totalCount nodes { name } } }'
+    monkeypatch.setattr(queries, "RECOUNT_S", 3600.0)
+    await publish_many(db, [factories.run_bundle("k0", defn=factories.definition("op-kept"))])
+    assert (await api.data(q))["searchDefinitions"]["totalCount"] == 1
+    lone = factories.definition("op-lone")
+    await db.definitions.insert_one(manifest_document(lone, manifest_digest(lone), datetime.now(UTC)))
+    assert (await api.data(q))["searchDefinitions"]["totalCount"] == 1  # the number did not move
+    monkeypatch.setattr(queries, "RECOUNT_S", 0.0)
+    found = (await api.data(q))["searchDefinitions"]
+    assert found == {"totalCount": 2, "nodes": [{"name": "op-kept"}, {"name": "op-lone"}]}
