@@ -68,6 +68,7 @@ from api import BATCH, make_bundles, percentile, start_uvicorn  # noqa: E402  (b
 from store.client import make_client  # noqa: E402
 from store.embedded import free_port  # noqa: E402
 from store.publish import publish_many  # noqa: E402
+from store.queries import definitions_page, runs_page  # noqa: E402
 from store.schema import ensure_schema  # noqa: E402
 from tests import factories  # noqa: E402
 
@@ -208,6 +209,44 @@ def catalog_pages(http: httpx.Client) -> list:
     ]
 
 
+async def home_floor(uri: str, database: str, iterations: int) -> tuple[float, float]:
+    """What `/` cannot go below on this database (p50 ms, in this process): its reads alone, as its
+    resolvers make them (store.queries: the newest ten runs and the first 20 operations at once,
+    then the operations' groups and the runs' environments), without GraphQL or HTML; and of that,
+    the newest runs' documents read by `_id` alone (SecantusDB's cost grows with a document's size,
+    whatever the projection)."""
+    client = make_client(uri)
+    db = client[database]
+    reads, documents = [], []
+    try:
+        for i in range(iterations + 3):
+            started = time.perf_counter()
+            (runs, _), (definitions, _, _) = await asyncio.gather(
+                runs_page(db, query={"current": True}, first=10, after_seq=None),
+                definitions_page(db, words=[], first=20, after_name=None),
+            )
+            await asyncio.gather(
+                db.comparison_groups.find({"definitionDigest": {"$in": [d["_id"] for d in definitions]}}).to_list(),
+                db.environments.find({"_id": {"$in": list({r["spec"]["environmentDigest"] for r in runs})}}).to_list(),
+            )
+            middle = time.perf_counter()
+            await db.runs.find({"_id": {"$in": [r["_id"] for r in runs]}}, {"_id": 1}).to_list()
+            if i >= 3:
+                reads.append((middle - started) * 1000)
+                documents.append((time.perf_counter() - middle) * 1000)
+    finally:
+        await client.close()
+    return percentile(reads, 50), percentile(documents, 50)
+
+
+def print_home_floor(uri: str, database: str, args: argparse.Namespace, console: Console) -> None:
+    reads, documents = asyncio.run(home_floor(uri, database, args.iterations))
+    console.print(
+        f"floor of `/`: its database reads alone (store.queries, no GraphQL, no HTML) p50 {reads:.1f} ms; "
+        f"of which the newest ten runs' documents by _id (projected to _id) {documents:.1f} ms"
+    )
+
+
 def start_baseline(code: Path, uri: str, database: str) -> tuple[subprocess.Popen, str]:
     """The checkout `code`'s single-process server (its bench/api.py --serve) under uvicorn."""
     port = free_port()
@@ -253,6 +292,7 @@ def side_by_side(uri: str, database: str, args: argparse.Namespace, console: Con
                     "yes" if ok else "NO",
                 )
             console.print(table)
+            print_home_floor(uri, database, args, console)
             return met
     finally:
         stop(process, base_process)
@@ -274,7 +314,9 @@ def bench(uri: str, database: str, args: argparse.Namespace, console: Console) -
         with httpx.Client(base_url=base, timeout=60) as http:
             if args.catalog:
                 pages = catalog_pages(http)
-                return report(http, pages, served, args, console, target_ms=CATALOG_TARGET_MS, targeted=CATALOG_TARGETED)
+                met = report(http, pages, served, args, console, target_ms=CATALOG_TARGET_MS, targeted=CATALOG_TARGETED)
+                print_home_floor(uri, database, args, console)
+                return met
             groups = http.post(
                 "/graphql",
                 json={
