@@ -54,6 +54,7 @@ def test_mode_strings():
     assert ext_fused.parse_mode("c2-w2-x1:diag-nosmem") == ((2, 2, 1, 0), 1 | (4 | 4 << 3) << 1)
     assert ext_fused.parse_mode("t2-early") == ((0, 0, 0, 0), 1 | 7 << 1 | 1 << 7)
     assert ext_fused.parse_mode("c1-w1-x1:diag-nox-early") == ((1, 1, 1, 0), 1 | 3 << 1 | 1 << 7)
+    assert ext_fused.parse_mode("rs") == ((0, 0, 0, 0), 1 | 1 << 8)
     with pytest.raises(ValueError, match="mode"):
         ext_fused.parse_mode("w256")  # the wide kernel was deleted (10th session)
     with pytest.raises(ValueError, match="variant"):

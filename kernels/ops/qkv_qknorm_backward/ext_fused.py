@@ -15,8 +15,11 @@ in fp32 with a conversion instruction, as the definition computes it, where "aut
 FMA: the same except within one bf16 ulp for |w| < 2^-8; csrc), "ct" (each consumer warpgroup
 transforms its own box while its previous wgmma runs), "t1" (the 7th session's default: one
 transform warpgroup, 512 threads; "t2", the default since the 8th, has two taking alternate
-k-blocks, 640 threads, setmaxnreg), "t2-early" (t2 with the first four k-blocks' loads issued
-before the CTA's barrier, 10th session) and "diag-notransform"
+k-blocks, 640 threads, setmaxnreg), "t2-early" (t2 whose producer starts before the norm-weight
+table has loaded: that table behind a named barrier of its readers, 10th session), "rs" (10th
+session: no transform warpgroup, G never in shared memory — each consumer warpgroup builds its wgmma
+A fragments in registers from the g and x̂ boxes and the k-block's rstd/m, 384 threads; "rs-early"
+likewise) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
 q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
 "diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
@@ -70,11 +73,12 @@ def load(verbose: bool = False):
 
 
 # flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32, kConsumer, kT2), 4-6 (kFastDiag's parts
-# left out) and 7 (Params::early_loads)
+# left out), 7 (Params::early_loads) and 8 (kRS: registers-fed A, no transform warpgroup)
 EARLY = 1 << 6
+RS = 1 << 7
 VARIANTS = {"": 7, "t2": 7, "t1": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
             "diag-nosmem": 4 | 4 << 3, "t2-early": 7 | EARLY, "diag-nox-early": 3 | EARLY,
-            "diag-notransform-early": 2 | EARLY}
+            "diag-notransform-early": 2 | EARLY, "rs": RS, "rs-early": RS | EARLY}
 
 
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:

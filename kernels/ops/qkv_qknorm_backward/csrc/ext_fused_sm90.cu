@@ -54,6 +54,7 @@ constexpr int kBM = 128;
 constexpr int kWM = 64;
 constexpr int kThreads = 512;
 constexpr int kThreadsT2 = 640;  // kT2: a second transform warpgroup
+constexpr int kThreadsRS = 384;  // kRS: no transform warpgroup
 constexpr int kStages = 4;
 constexpr int kABytes = kBM * kBK * 2;   // 16 KiB: g, then G
 constexpr int kXBytes = kBM * kBK * 2;   // 16 KiB: x̂
@@ -82,7 +83,13 @@ constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of
 // own decreases released (launched at 96 × 640), so 48 + 2·104 + 2·112 = 5 · 96 (8th session's
 // call 1 asked for more and hung). The 7th session's call 4: the transform's throughput, not its
 // latency, held each stage.
-enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6, kT2 = 7 };
+// kRS (10th session, flags bit 8): no transform warpgroup and G never in shared memory. Each
+// consumer warpgroup builds its A fragments in registers from the g and x̂ boxes (ldmatrix, .trans
+// for dW's Gᵀ) and issues wgmma with A from registers, building k-block i + 1's while wgmma i runs;
+// the producer also brings each normed k-block's rstd and m (1-D TMA boxes of 128 floats) into
+// the stage's slot of the row ring. Shared-memory bytes per k-block: 48 KiB in, 32 KiB to the
+// fragments, 32 KiB of B to the wgmma = 112 KiB, where t2 moves 144 (LOG.md, 10th session).
+enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6, kT2 = 7, kRS = 8 };
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
@@ -123,6 +130,47 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, u
       " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_u32(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
+}
+__device__ __forceinline__ void tma_load_1d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0) {
+  asm volatile(
+      "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];" ::"r"(
+          smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0)
+      : "memory");
+}
+// Four 8×8 bf16 matrices from shared memory into the mma fragment layout (lanes 8j..8j+7 give the
+// row addresses of matrix j); .trans delivers them transposed.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&d)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(smem_u32(row))
+               : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&d)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(smem_u32(row))
+               : "memory");
+}
+// D[64x128] (+)= A[64x16] (registers, the mma fragment layout) * B[16x128] (shared memory, MN-major).
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, const void* src, int c0, int c1, int c2) {
   asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
@@ -220,6 +268,7 @@ struct Maps {
   CUtensorMap gq, xq, gk, xk, gv;  // 3-D [B·H, S, 256] boxes 64×64
   CUtensorMap x, dx;               // 3-D [B, S, 640]
   CUtensorMap wq, wk, wv, dwq, dwk, dwv;  // 2-D
+  CUtensorMap rq, rk, m;                  // 1-D fp32 [B·4·S], [B·S], [5T], boxes of kBM (kRS)
 };
 
 struct Params {
@@ -242,7 +291,7 @@ struct Params {
   int kbw;                 // B·nkbs
   int cl, sw, sx, nwt, nxt, ncw, ncx, x_first;
   int diag;                // kFastDiag only: bit 0 no arithmetic, 1 no proxy fence, 2 no shared loads/stores
-  int early_loads;         // thread 0 issues the first kStages k-blocks' loads before the CTA barrier
+  int early_loads;         // the norm-weight table behind a named barrier, not the CTA barrier
   unsigned long long* timeline;
 };
 
@@ -530,7 +579,7 @@ __device__ __forceinline__ __nv_bfloat16* dw_row(const Params& p, int r) {
 }
 
 template <int kVariant, bool kStamp = false>
-__global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
+__global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS ? kThreadsRS : kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* stage_base = smem;
@@ -566,11 +615,19 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
   auto produce = [&](int kb, int stage) {
     const int head = kb_head(kb);
     const bool normed = head < 5 && kVariant != kNoX;
-    mbar_expect_tx(&full[stage], (normed ? kABytes + kXBytes : kABytes) + kBBytes);
+    mbar_expect_tx(&full[stage], (normed ? kABytes + kXBytes + (kVariant == kRS ? 2 * kBM * 4 : 0) : kABytes) + kBBytes);
     uint8_t* a = sa(stage);
     uint8_t* x = sx(stage);
     uint8_t* bt = sb(stage);
     uint64_t* bar = &full[stage];
+    if (kVariant == kRS && normed) {  // rstd and m of the k-block's rows (128 from its first; dW uses 64)
+      const int b = w.is_w ? kb / p.nkbs : xb;
+      const int s0 = w.is_w ? (kb - b * p.nkbs) * kBK : xs0;
+      const int row = (head < 4 ? b * 4 + head : b) * p.seq + s0;
+      float* slot = rsm_ring + stage * 2 * kBM;
+      tma_load_1d(slot, head < 4 ? &maps.rq : &maps.rk, bar, row);
+      tma_load_1d(slot + kBM, &maps.m, bar, (head < 4 ? 0 : 4 * p.tokens) + row);
+    }
     if (w.is_w) {
       const int b = kb / p.nkbs;
       const int s0 = (kb - b * p.nkbs) * kBK;
@@ -609,16 +666,12 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
       mbar_init(&empty[s], 8);  // lane 0 of each consumer warp
     }
     fence_barrier_init();
-    // early_loads (10th session): the stages start free, so the first loads need not wait for the
-    // CTA barrier, which waits for the norm-weight table's global loads (the first load went out
-    // 1.0-2.0 µs after entry in call 1's timeline)
-    if (p.early_loads)
-      for (int kb = w.kb0; kb < w.kb0 + nkb && kb < w.kb0 + kStages; ++kb) {
-        stamp<kStamp>(tl, kb - w.kb0, kSP0);
-        stamp<kStamp>(tl, kb - w.kb0, kSP1);
-        produce(kb, kb - w.kb0);
-      }
   }
+  // early_loads (10th session): the CTA barrier only publishes the mbarriers; the norm-weight
+  // table's global loads wait behind a named barrier of the threads that read it, so the producer
+  // starts at once (in call 1's timeline the first load left 1.0-2.0 µs after entry, behind those
+  // loads; call 2's first try issued 4 k-blocks before the CTA barrier and held every warp there)
+  if (p.early_loads) __syncthreads();
   if (threadIdx.x >= 128 && threadIdx.x < 256) {
     const int i = threadIdx.x - 128;
     wtab[i] = 1.f + __bfloat162float(p.nwq[i]);
@@ -630,17 +683,16 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
     wtab16[kD + i] = p.nwk[i];
     wtab16[kD + i + 128] = p.nwk[i + 128];
   }
-  __syncthreads();
+  if (!p.early_loads) __syncthreads();
+  else if (threadIdx.x >= 128) named_barrier_sync(7, blockDim.x - 128);
 
   if (warp < 4) {
     if (kVariant == kT2) setmaxnreg_dec<48>();
     if (warp == 0 && lane == 0 && nkb > 0) {
       // ------------------------------------------------------------ TMA producer
+      if (kVariant == kRS && (w.is_w ? (m0 >> 8) < 5 : w.kb0 < 20)) pdl_wait();  // m comes from the stats kernel
       RingPos<kStages> pos;
-      int kb = w.kb0;
-      if (p.early_loads)  // the first min(kStages, nkb) k-blocks went before the CTA barrier
-        for (; kb < w.kb0 + nkb && kb < w.kb0 + kStages; ++kb) pos.advance();
-      for (; kb < w.kb1; ++kb) {
+      for (int kb = w.kb0; kb < w.kb1; ++kb) {
         stamp<kStamp>(tl, kb - w.kb0, kSP0);
         mbar_wait(&empty[pos.stage], pos.phase ^ 1);
         stamp<kStamp>(tl, kb - w.kb0, kSP1);
@@ -658,7 +710,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
     return;
   }
 
-  if (warp < (kVariant == kT2 ? 12 : 8)) {
+  if (kVariant != kRS && warp < (kVariant == kT2 ? 12 : 8)) {
     // -------------------------------------------------------------- transform warpgroup(s)
     const int t = (threadIdx.x - 128) & 127;
     if (kVariant == kT2) {
@@ -859,7 +911,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
 
   // ---------------------------------------------------------------- consumer warpgroups
   if (kVariant == kT2) setmaxnreg_inc<112>();
-  constexpr int kConsumerBase = kVariant == kT2 ? 384 : 256;
+  constexpr int kConsumerBase = kVariant == kT2 ? 384 : kVariant == kRS ? 128 : 256;
   const int wg = (threadIdx.x - kConsumerBase) >> 7;  // 0 or 1
   const int ctid = threadIdx.x - kConsumerBase;       // 0..255
   float acc[64];
@@ -895,6 +947,101 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kThreads, 1) fu
       pos.advance();
     }
     wgmma_wait<0>();
+  } else if (kVariant == kRS && nkb > 0) {
+    // A fragments of k-block kb (stage `st`) for this warp's 16 rows of the warpgroup's 64
+    const int wq = warp & 3;
+    const int li = lane & 7, lj = lane >> 3;
+    auto build = [&](uint32_t (&f)[4][4], int st, int kb) {
+      const int head = kb_head(kb);
+      const uint8_t* gbox = sa(st) + wg * kBoxBytes;
+      const uint8_t* xbox = sx(st) + wg * kBoxBytes;
+      const float* slot = rsm_ring + st * 2 * kBM;
+      const __nv_bfloat16* wt16 = wtab16 + (head < 4 ? 0 : kD);
+      if (!w.is_w) {  // A = G rows (tokens 64·wg..) × dims (kb & 3)·64..: ldmatrix, one row per thread pair
+        const int ra = 64 * wg + 16 * wq + (lane >> 2);
+        float rs[2] = {0.f, 0.f}, mm[2] = {0.f, 0.f};
+        if (head < 5) rs[0] = slot[ra], rs[1] = slot[ra + 8], mm[0] = slot[kBM + ra], mm[1] = slot[kBM + ra + 8];
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          const int r = 16 * wq + li + 8 * (lj & 1);
+          const int off = r * 128 + (((2 * ks + (lj >> 1)) ^ (r & 7)) << 4);
+          uint32_t g[4];
+          ldmatrix_x4(g, gbox + off);
+          if (head < 5) {
+            uint32_t x[4];
+            ldmatrix_x4(x, xbox + off);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const int d = (kb & 3) * kBK + 16 * ks + 8 * (q >> 1) + 2 * (lane & 3);
+              const uint32_t w2 = *reinterpret_cast<const uint32_t*>(wt16 + d);
+              const uint32_t gh = hfma2_bf16(g[q], w2, g[q]);
+              const float g0 = __uint_as_float(gh << 16), g1 = __uint_as_float(gh & 0xffff0000u);
+              const float x0 = __uint_as_float(x[q] << 16), x1 = __uint_as_float(x[q] & 0xffff0000u);
+              f[ks][q] = pack_bf16x2(rs[q & 1] * (g0 - mm[q & 1] * x0), rs[q & 1] * (g1 - mm[q & 1] * x1));
+            }
+          } else {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) f[ks][q] = g[q];
+          }
+        }
+      } else {  // A = Gᵀ: dims (m0 & 255) + 64·wg.. × the k-block's 64 tokens: ldmatrix .trans
+        const int da = (m0 & 255) + 64 * wg + 16 * wq + (lane >> 2);
+        uint32_t w2[2] = {0u, 0u};
+        if (head < 5) {
+          const uint32_t wa = reinterpret_cast<const uint16_t*>(wt16)[da];
+          const uint32_t wb = reinterpret_cast<const uint16_t*>(wt16)[da + 8];
+          w2[0] = wa | wa << 16, w2[1] = wb | wb << 16;
+        }
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          const int tr = 16 * ks + 8 * (lj >> 1) + li;
+          const int off = tr * 128 + (((2 * wq + (lj & 1)) ^ (tr & 7)) << 4);
+          uint32_t g[4];
+          ldmatrix_x4_trans(g, gbox + off);
+          if (head < 5) {
+            uint32_t x[4];
+            ldmatrix_x4_trans(x, xbox + off);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const int t0 = 16 * ks + 8 * (q >> 1) + 2 * (lane & 3);
+              const float2 rs = *reinterpret_cast<const float2*>(slot + t0);
+              const float2 mm = *reinterpret_cast<const float2*>(slot + kBM + t0);
+              const uint32_t gh = hfma2_bf16(g[q], w2[q & 1], g[q]);
+              const float g0 = __uint_as_float(gh << 16), g1 = __uint_as_float(gh & 0xffff0000u);
+              const float x0 = __uint_as_float(x[q] << 16), x1 = __uint_as_float(x[q] & 0xffff0000u);
+              f[ks][q] = pack_bf16x2(rs.x * (g0 - mm.x * x0), rs.y * (g1 - mm.y * x1));
+            }
+          } else {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) f[ks][q] = g[q];
+          }
+        }
+      }
+    };
+    RingPos<kStages> pos;
+    auto step = [&](int i, uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4]) {
+      const int st = pos.stage;
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks)
+        wgmma_m64n128k16_rs(acc, cur[ks], make_desc_sw128(smem_u32(sb(st)) + ks * 2048, kBoxBytes, 1024),
+                            (i == 0 && ks == 0) ? 0 : 1);
+      wgmma_commit();
+      pos.advance();
+      if (i + 1 < nkb) {  // the next k-block's fragments while wgmma i runs
+        mbar_wait(&full[pos.stage], pos.phase);
+        build(nxt, pos.stage, w.kb0 + i + 1);
+      }
+      wgmma_wait<0>();
+      if (lane == 0) mbar_arrive(&empty[st]);
+    };
+    uint32_t fa[4][4], fb[4][4];
+    mbar_wait(&full[pos.stage], pos.phase);
+    build(fa, pos.stage, w.kb0);
+    for (int i = 0; i < nkb; i += 2) {
+      step(i, fa, fb);
+      if (i + 1 < nkb) step(i + 1, fb, fa);
+    }
   } else if (nkb > 0) {
     if (w.is_w) mainloop<1, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
     else mainloop<0, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
@@ -1020,6 +1167,19 @@ Plan make_plan(int batch, int seq, int num_sms, const int* f) {
 PFN_cuTensorMapEncodeTiled_v12000 encode() { return encode_fn(); }
 
 // 3-D bf16 [d2, d1, d0] row-major (d0 contiguous), boxes 64×64×1, 128-byte swizzle, zero fill.
+// 1-D fp32 [n], boxes of kBM, no swizzle, zero fill (kRS: rstd and m of a k-block's rows).
+bool make_map_1d(CUtensorMap* map, const void* ptr, int64_t n) {
+  auto fn = encode();
+  if (!fn) return false;
+  cuuint64_t dims[1] = {static_cast<cuuint64_t>(n)};
+  cuuint64_t strides[1] = {4};
+  cuuint32_t box[1] = {kBM};
+  cuuint32_t estr[1] = {1};
+  return fn(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, const_cast<void*>(ptr), dims, strides, box, estr,
+            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 bool make_map_3d(CUtensorMap* map, const void* ptr, int64_t d2, int64_t d1, int64_t d0) {
   auto fn = encode();
   if (!fn) return false;
@@ -1057,7 +1217,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
 // 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag;
-// bit 7 Params::early_loads)
+// bit 7 Params::early_loads; bit 8 kRS, bits 1-3 then ignored)
 // [29 timeline [grid][kTlWords] u64 or 0: the stamped build, t2, diag-notransform and diag-nox only]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
@@ -1079,7 +1239,8 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
             make_map_3d(&m.dx, ptr(13), batch, seq, kHidden) && make_map(&m.wq, ptr(4), 1024, kHidden, kHidden) &&
             make_map(&m.wk, ptr(5), 256, kHidden, kHidden) && make_map(&m.wv, ptr(6), 256, kHidden, kHidden) &&
             make_map(&m.dwq, ptr(14), 1024, kHidden, kHidden) && make_map(&m.dwk, ptr(15), 256, kHidden, kHidden) &&
-            make_map(&m.dwv, ptr(16), 256, kHidden, kHidden);
+            make_map(&m.dwv, ptr(16), 256, kHidden, kHidden) && make_map_1d(&m.rq, ptr(9), 4 * tokens) &&
+            make_map_1d(&m.rk, ptr(10), tokens) && make_map_1d(&m.m, ptr(19), 5 * tokens);
   if (!ok) return kErrTensorMap;
 
   StatsArgs s;
@@ -1130,8 +1291,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.early_loads = (flags >> 7) & 1;
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
-  const int variant = (flags >> 1) & 7;
-  if (variant > kT2) return kErrArguments;
+  const int variant = (flags >> 8) & 1 ? kRS : (flags >> 1) & 7;
   // a timeline (lab only) runs the stamped build of t2 or of a skeleton (kNoTransform, kNoX)
   const bool stamped = p.timeline != nullptr;
   if (stamped && variant != kT2 && variant != kNoX && variant != kNoTransform) return kErrArguments;
@@ -1144,6 +1304,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
               : variant == kFastF32     ? fused_gemm_kernel<kFastF32>
               : variant == kConsumer    ? fused_gemm_kernel<kConsumer>
               : variant == kT2          ? fused_gemm_kernel<kT2>
+              : variant == kRS          ? fused_gemm_kernel<kRS>
                                         : fused_gemm_kernel<kFast>;
   const void* kernel = reinterpret_cast<const void*>(kfn);
   const int smem_bytes = kSmemBytes;
@@ -1151,7 +1312,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(pl.grid);
-  cfg.blockDim = dim3(variant == kT2 ? kThreadsT2 : kThreads);
+  cfg.blockDim = dim3(variant == kT2 ? kThreadsT2 : variant == kRS ? kThreadsRS : kThreads);
   cfg.dynamicSmemBytes = smem_bytes;
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
