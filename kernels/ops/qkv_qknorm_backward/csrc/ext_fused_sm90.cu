@@ -86,8 +86,8 @@ constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of
 // kRS (10th session, flags bit 8): no transform warpgroup and G never in shared memory. Each
 // consumer warpgroup builds its A fragments in registers from the g and x̂ boxes (ldmatrix, .trans
 // for dW's Gᵀ) and issues wgmma with A from registers, building k-block i + 1's while wgmma i runs;
-// the producer also brings each normed k-block's rstd and m (1-D TMA boxes of 128 floats) into
-// the stage's slot of the row ring. Shared-memory bytes per k-block: 48 KiB in, 32 KiB to the
+// each consumer warpgroup brings the rstd and m of its 64 rows (dX) / the k-block's 64 tokens (dW)
+// into its own ring by cp.async, kPrefetch k-blocks ahead (as t2's transform warpgroups do). Shared-memory bytes per k-block: 48 KiB in, 32 KiB to the
 // fragments, 32 KiB of B to the wgmma = 112 KiB, where t2 moves 144 (LOG.md, 10th session).
 enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6, kT2 = 7, kRS = 8 };
 template <int N>
@@ -129,13 +129,6 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, u
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_u32(dst)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
-      : "memory");
-}
-__device__ __forceinline__ void tma_load_1d(void* dst, const CUtensorMap* map, uint64_t* bar, int c0) {
-  asm volatile(
-      "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];" ::"r"(
-          smem_u32(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0)
       : "memory");
 }
 // Four 8×8 bf16 matrices from shared memory into the mma fragment layout (lanes 8j..8j+7 give the
@@ -268,7 +261,6 @@ struct Maps {
   CUtensorMap gq, xq, gk, xk, gv;  // 3-D [B·H, S, 256] boxes 64×64
   CUtensorMap x, dx;               // 3-D [B, S, 640]
   CUtensorMap wq, wk, wv, dwq, dwk, dwv;  // 2-D
-  CUtensorMap rq, rk, m;                  // 1-D fp32 [B·4·S], [B·S], [5T], boxes of kBM (kRS)
 };
 
 struct Params {
@@ -615,19 +607,11 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS
   auto produce = [&](int kb, int stage) {
     const int head = kb_head(kb);
     const bool normed = head < 5 && kVariant != kNoX;
-    mbar_expect_tx(&full[stage], (normed ? kABytes + kXBytes + (kVariant == kRS ? 2 * kBM * 4 : 0) : kABytes) + kBBytes);
+    mbar_expect_tx(&full[stage], (normed ? kABytes + kXBytes : kABytes) + kBBytes);
     uint8_t* a = sa(stage);
     uint8_t* x = sx(stage);
     uint8_t* bt = sb(stage);
     uint64_t* bar = &full[stage];
-    if (kVariant == kRS && normed) {  // rstd and m of the k-block's rows (128 from its first; dW uses 64)
-      const int b = w.is_w ? kb / p.nkbs : xb;
-      const int s0 = w.is_w ? (kb - b * p.nkbs) * kBK : xs0;
-      const int row = (head < 4 ? b * 4 + head : b) * p.seq + s0;
-      float* slot = rsm_ring + stage * 2 * kBM;
-      tma_load_1d(slot, head < 4 ? &maps.rq : &maps.rk, bar, row);
-      tma_load_1d(slot + kBM, &maps.m, bar, (head < 4 ? 0 : 4 * p.tokens) + row);
-    }
     if (w.is_w) {
       const int b = kb / p.nkbs;
       const int s0 = (kb - b * p.nkbs) * kBK;
@@ -690,7 +674,6 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS
     if (kVariant == kT2) setmaxnreg_dec<48>();
     if (warp == 0 && lane == 0 && nkb > 0) {
       // ------------------------------------------------------------ TMA producer
-      if (kVariant == kRS && (w.is_w ? (m0 >> 8) < 5 : w.kb0 < 20)) pdl_wait();  // m comes from the stats kernel
       RingPos<kStages> pos;
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
         stamp<kStamp>(tl, kb - w.kb0, kSP0);
@@ -951,16 +934,39 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS
     // A fragments of k-block kb (stage `st`) for this warp's 16 rows of the warpgroup's 64
     const int wq = warp & 3;
     const int li = lane & 7, lj = lane >> 3;
+    const int t = ctid - wg * 128;
+    float* ring = rsm_ring + wg * kStages * 2 * kBM;  // this warpgroup's: rstd, m of its 64 rows / tokens
+    auto issue = [&](int i) {  // rstd (t < 64) or m (t ≥ 64) of row t & 63 of local k-block i into slot i % kStages
+      const int kb = w.kb0 + i;
+      const int head = kb_head(kb);
+      if (i < nkb && head < 5) {
+        const int b = w.is_w ? kb / p.nkbs : xb;
+        const int s = (w.is_w ? (kb - b * p.nkbs) * kBK : xs0 + 64 * wg) + (t & 63);
+        float* dst = ring + (i % kStages) * 2 * kBM + t;
+        if (s < p.seq) {
+          const long long row = (head < 4 ? static_cast<long long>(b) * 4 + head : b) * p.seq + s;
+          cp_async4(smem_u32(dst), t < 64 ? (head < 4 ? p.rq : p.rk) + row : p.m + (head < 4 ? 0 : 4LL * p.tokens) + row);
+        } else {
+          *dst = 0.f;  // rows past S: g and x̂ are zero-filled, so is G (no stale value times zero)
+        }
+      }
+      cp_async_commit();
+    };
+    auto prep = [&](int i) {  // slot i landed for every thread of the warpgroup; slot i - 1 is free
+      cp_async_wait<kPrefetch - 1>();
+      named_barrier_sync(wg ? 6 : 3, 128);
+      issue(i + kPrefetch);
+    };
     auto build = [&](uint32_t (&f)[4][4], int st, int kb) {
       const int head = kb_head(kb);
       const uint8_t* gbox = sa(st) + wg * kBoxBytes;
       const uint8_t* xbox = sx(st) + wg * kBoxBytes;
-      const float* slot = rsm_ring + st * 2 * kBM;
+      const float* slot = ring + ((kb - w.kb0) % kStages) * 2 * kBM;  // rstd at [0, 64), m at [64, 128)
       const __nv_bfloat16* wt16 = wtab16 + (head < 4 ? 0 : kD);
       if (!w.is_w) {  // A = G rows (tokens 64·wg..) × dims (kb & 3)·64..: ldmatrix, one row per thread pair
-        const int ra = 64 * wg + 16 * wq + (lane >> 2);
+        const int ra = 16 * wq + (lane >> 2);
         float rs[2] = {0.f, 0.f}, mm[2] = {0.f, 0.f};
-        if (head < 5) rs[0] = slot[ra], rs[1] = slot[ra + 8], mm[0] = slot[kBM + ra], mm[1] = slot[kBM + ra + 8];
+        if (head < 5) rs[0] = slot[ra], rs[1] = slot[ra + 8], mm[0] = slot[64 + ra], mm[1] = slot[64 + ra + 8];
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
           const int r = 16 * wq + li + 8 * (lj & 1);
@@ -1005,7 +1011,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS
             for (int q = 0; q < 4; ++q) {
               const int t0 = 16 * ks + 8 * (q >> 1) + 2 * (lane & 3);
               const float2 rs = *reinterpret_cast<const float2*>(slot + t0);
-              const float2 mm = *reinterpret_cast<const float2*>(slot + kBM + t0);
+              const float2 mm = *reinterpret_cast<const float2*>(slot + 64 + t0);
               const uint32_t gh = hfma2_bf16(g[q], w2[q & 1], g[q]);
               const float g0 = __uint_as_float(gh << 16), g1 = __uint_as_float(gh & 0xffff0000u);
               const float x0 = __uint_as_float(x[q] << 16), x1 = __uint_as_float(x[q] & 0xffff0000u);
@@ -1029,6 +1035,7 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS
       wgmma_commit();
       pos.advance();
       if (i + 1 < nkb) {  // the next k-block's fragments while wgmma i runs
+        prep(i + 1);
         mbar_wait(&full[pos.stage], pos.phase);
         build(nxt, pos.stage, w.kb0 + i + 1);
       }
@@ -1036,12 +1043,17 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS
       if (lane == 0) mbar_arrive(&empty[st]);
     };
     uint32_t fa[4][4], fb[4][4];
+    if (w.is_w ? (m0 >> 8) < 5 : w.kb0 < 20) pdl_wait();  // m comes from the stats kernel
+#pragma unroll
+    for (int j = 0; j < kPrefetch; ++j) issue(j);
+    prep(0);
     mbar_wait(&full[pos.stage], pos.phase);
     build(fa, pos.stage, w.kb0);
     for (int i = 0; i < nkb; i += 2) {
       step(i, fa, fb);
       if (i + 1 < nkb) step(i + 1, fb, fa);
     }
+    cp_async_wait<0>();
   } else if (nkb > 0) {
     if (w.is_w) mainloop<1, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
     else mainloop<0, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
@@ -1167,19 +1179,6 @@ Plan make_plan(int batch, int seq, int num_sms, const int* f) {
 PFN_cuTensorMapEncodeTiled_v12000 encode() { return encode_fn(); }
 
 // 3-D bf16 [d2, d1, d0] row-major (d0 contiguous), boxes 64×64×1, 128-byte swizzle, zero fill.
-// 1-D fp32 [n], boxes of kBM, no swizzle, zero fill (kRS: rstd and m of a k-block's rows).
-bool make_map_1d(CUtensorMap* map, const void* ptr, int64_t n) {
-  auto fn = encode();
-  if (!fn) return false;
-  cuuint64_t dims[1] = {static_cast<cuuint64_t>(n)};
-  cuuint64_t strides[1] = {4};
-  cuuint32_t box[1] = {kBM};
-  cuuint32_t estr[1] = {1};
-  return fn(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, const_cast<void*>(ptr), dims, strides, box, estr,
-            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
-
 bool make_map_3d(CUtensorMap* map, const void* ptr, int64_t d2, int64_t d1, int64_t d0) {
   auto fn = encode();
   if (!fn) return false;
@@ -1239,8 +1238,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
             make_map_3d(&m.dx, ptr(13), batch, seq, kHidden) && make_map(&m.wq, ptr(4), 1024, kHidden, kHidden) &&
             make_map(&m.wk, ptr(5), 256, kHidden, kHidden) && make_map(&m.wv, ptr(6), 256, kHidden, kHidden) &&
             make_map(&m.dwq, ptr(14), 1024, kHidden, kHidden) && make_map(&m.dwk, ptr(15), 256, kHidden, kHidden) &&
-            make_map(&m.dwv, ptr(16), 256, kHidden, kHidden) && make_map_1d(&m.rq, ptr(9), 4 * tokens) &&
-            make_map_1d(&m.rk, ptr(10), tokens) && make_map_1d(&m.m, ptr(19), 5 * tokens);
+            make_map(&m.dwv, ptr(16), 256, kHidden, kHidden);
   if (!ok) return kErrTensorMap;
 
   StatsArgs s;
