@@ -5,7 +5,8 @@ The library's stamped build (csrc/ext_fused_sm90.cu, `kTlWords` per CTA: a heade
 local k-block clock64 stamps of the producer before/after its `empty` wait, the transform at its
 iteration's start / after its ring barrier / after the `full` wait / after its `ready` arrive, and
 consumer warpgroup 0 before/after the `ready` wait and after the wait for the previous wgmma) runs
-for t2, diag-notransform and diag-nox (and their -early forms). One launch per spec at B = 1,
+for t2, rs, diag-notransform and diag-nox (and their -early forms; in rs the "transform" is consumer
+warpgroup 0 building its fragments). One launch per spec at B = 1,
 S = T, replayed from a CUDA graph after an L2 flush, as the timings are.
 
 The consumer's time per CTA is split into: prologue (entry to its first `ready` wait), its

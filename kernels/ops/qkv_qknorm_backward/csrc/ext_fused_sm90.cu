@@ -1035,20 +1035,29 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS
       wgmma_commit();
       pos.advance();
       if (i + 1 < nkb) {  // the next k-block's fragments while wgmma i runs
+        if (ctid == 0) stamp<kStamp>(tl, i + 1, kST0), stamp<kStamp>(tl, i + 1, kSC0);
         prep(i + 1);
+        if (ctid == 0) stamp<kStamp>(tl, i + 1, kSTb);
         mbar_wait(&full[pos.stage], pos.phase);
+        if (ctid == 0) stamp<kStamp>(tl, i + 1, kST1);
         build(nxt, pos.stage, w.kb0 + i + 1);
+        if (ctid == 0) stamp<kStamp>(tl, i + 1, kST2), stamp<kStamp>(tl, i + 1, kSC1);
       }
       wgmma_wait<0>();
+      if (ctid == 0) stamp<kStamp>(tl, i, kSC2);
       if (lane == 0) mbar_arrive(&empty[st]);
     };
     uint32_t fa[4][4], fb[4][4];
     if (w.is_w ? (m0 >> 8) < 5 : w.kb0 < 20) pdl_wait();  // m comes from the stats kernel
 #pragma unroll
     for (int j = 0; j < kPrefetch; ++j) issue(j);
+    if (ctid == 0) stamp<kStamp>(tl, 0, kST0), stamp<kStamp>(tl, 0, kSC0);
     prep(0);
+    if (ctid == 0) stamp<kStamp>(tl, 0, kSTb);
     mbar_wait(&full[pos.stage], pos.phase);
+    if (ctid == 0) stamp<kStamp>(tl, 0, kST1);
     build(fa, pos.stage, w.kb0);
+    if (ctid == 0) stamp<kStamp>(tl, 0, kST2), stamp<kStamp>(tl, 0, kSC1);
     for (int i = 0; i < nkb; i += 2) {
       step(i, fa, fb);
       if (i + 1 < nkb) step(i + 1, fb, fa);
@@ -1217,7 +1226,8 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
 // 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag;
 // bit 7 Params::early_loads; bit 8 kRS, bits 1-3 then ignored)
-// [29 timeline [grid][kTlWords] u64 or 0: the stamped build, t2, diag-notransform and diag-nox only]
+// [29 timeline [grid][kTlWords] u64 or 0: the stamped build, t2, rs, diag-notransform and diag-nox only;
+// in rs the "transform" stamps are consumer warpgroup 0's ring barrier, `full` wait and fragment build]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   using namespace kidxf;
   if (n < 29) return kErrArguments;
@@ -1292,8 +1302,8 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   const int variant = (flags >> 8) & 1 ? kRS : (flags >> 1) & 7;
   // a timeline (lab only) runs the stamped build of t2 or of a skeleton (kNoTransform, kNoX)
   const bool stamped = p.timeline != nullptr;
-  if (stamped && variant != kT2 && variant != kNoX && variant != kNoTransform) return kErrArguments;
-  auto kfn = stamped ? (variant == kT2 ? fused_gemm_kernel<kT2, true>
+  if (stamped && variant != kT2 && variant != kNoX && variant != kNoTransform && variant != kRS) return kErrArguments;
+  auto kfn = stamped ? (variant == kT2 ? fused_gemm_kernel<kT2, true> : variant == kRS ? fused_gemm_kernel<kRS, true>
                         : variant == kNoX ? fused_gemm_kernel<kNoX, true> : fused_gemm_kernel<kNoTransform, true>)
              : variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
