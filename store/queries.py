@@ -239,7 +239,7 @@ def _matches(listed: ListedDefinition, words: list[str], gpus: dict[str, str]) -
 
 
 def _page_of(listing: _Listing, words: list[str], first: int, after_name: str | None) -> tuple[list[ListedDefinition], bool, int]:
-    matching = [d for d in listing.definitions if _matches(d, words, listing.gpus)]
+    matching = [d for d in listing.definitions if _matches(d, words, listing.gpus)] if words else listing.definitions
     if after_name is None:
         start = 0
     elif after_name.startswith(V1_CURSOR):
