@@ -63,8 +63,6 @@ constexpr int kStageBytes = kABytes + kXBytes + kBBytes;
 constexpr int kRowSlot = 2 * kBM * 4;  // rstd and m of a k-block's (up to) 128 rows, fp32
 constexpr int kSmemBytes = kStages * kStageBytes + 1024 + 512 + 2 * kD * 4 + 2 * kStages * kRowSlot + 2 * kD * 2;
 constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of the transform
-constexpr int kRsWarpBytes = 8 * kStages * 128 * 4;  // kRS: a rstd/m ring per consumer warp, after the rest
-static_assert(kSmemBytes + kRsWarpBytes <= 232448, "227 KiB of shared memory per block");
 // Variants (flags bits 1-2; the default is kFast): kFast takes rstd and m of each k-block's rows
 // from a shared-memory ring filled by cp.async kPrefetch k-blocks ahead; kV1 is the first version
 // (each transform thread loads them from global memory after the stage's wait, on the critical
@@ -88,8 +86,8 @@ static_assert(kSmemBytes + kRsWarpBytes <= 232448, "227 KiB of shared memory per
 // kRS (10th session, flags bit 8): no transform warpgroup and G never in shared memory. Each
 // consumer warpgroup builds its A fragments in registers from the g and x̂ boxes (ldmatrix, .trans
 // for dW's Gᵀ) and issues wgmma with A from registers, building k-block i + 1's while wgmma i runs;
-// each consumer warp brings the rstd and m of its 16 rows (dX) / the k-block's 64 tokens (dW) into
-// its own ring by cp.async, kPrefetch k-blocks ahead (no barrier wider than the warp). Shared-memory bytes per k-block: 48 KiB in, 32 KiB to the
+// each consumer warpgroup brings the rstd and m of its 64 rows (dX) / the k-block's 64 tokens (dW)
+// into its own ring by cp.async, kPrefetch k-blocks ahead (as t2's transform warpgroups do). Shared-memory bytes per k-block: 48 KiB in, 32 KiB to the
 // fragments, 32 KiB of B to the wgmma = 112 KiB, where t2 moves 144 (LOG.md, 10th session).
 enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6, kT2 = 7, kRS = 8 };
 template <int N>
@@ -936,43 +934,37 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS
     // A fragments of k-block kb (stage `st`) for this warp's 16 rows of the warpgroup's 64
     const int wq = warp & 3;
     const int li = lane & 7, lj = lane >> 3;
-    // this warp's ring (call 6; call 5's ring per warpgroup cost a named barrier per k-block):
-    // slot [0, 64) rstd, [64, 128) m of its 16 rows (dX) or of the k-block's 64 tokens (dW)
-    float* ring = reinterpret_cast<float*>(wtab16 + 2 * kD) + (warp - 4) * kStages * 128;
-    auto issue = [&](int i) {  // local k-block i into slot i % kStages: dX 1 value per lane, dW 4
+    const int t = ctid - wg * 128;
+    float* ring = rsm_ring + wg * kStages * 2 * kBM;  // this warpgroup's: rstd, m of its 64 rows / tokens
+    auto issue = [&](int i) {  // rstd (t < 64) or m (t ≥ 64) of row t & 63 of local k-block i into slot i % kStages
       const int kb = w.kb0 + i;
       const int head = kb_head(kb);
       if (i < nkb && head < 5) {
         const int b = w.is_w ? kb / p.nkbs : xb;
-        const long long base = (head < 4 ? static_cast<long long>(b) * 4 + head : b) * p.seq;
-        const float* rsrc = (head < 4 ? p.rq : p.rk) + base;
-        const float* msrc = p.m + (head < 4 ? 0 : 4LL * p.tokens) + base;
-        float* slot = ring + (i % kStages) * 128;
-#pragma unroll
-        for (int e = 0; e < (w.is_w ? 4 : 1); ++e) {
-          const int which = w.is_w ? e >> 1 : lane >> 4;            // 0 rstd, 1 m
-          const int j = w.is_w ? 2 * lane + (e & 1) : (lane & 15);  // token / row of the slot
-          const int s = (w.is_w ? (kb - b * p.nkbs) * kBK : xs0 + 64 * wg + 16 * wq) + j;
-          float* dst = slot + 64 * which + j;
-          if (s < p.seq) cp_async4(smem_u32(dst), (which ? msrc : rsrc) + s);
-          else *dst = 0.f;  // rows past S: g and x̂ are zero-filled, so is G (no stale value times zero)
+        const int s = (w.is_w ? (kb - b * p.nkbs) * kBK : xs0 + 64 * wg) + (t & 63);
+        float* dst = ring + (i % kStages) * 2 * kBM + t;
+        if (s < p.seq) {
+          const long long row = (head < 4 ? static_cast<long long>(b) * 4 + head : b) * p.seq + s;
+          cp_async4(smem_u32(dst), t < 64 ? (head < 4 ? p.rq : p.rk) + row : p.m + (head < 4 ? 0 : 4LL * p.tokens) + row);
+        } else {
+          *dst = 0.f;  // rows past S: g and x̂ are zero-filled, so is G (no stale value times zero)
         }
       }
       cp_async_commit();
     };
-    auto prep = [&](int i) {  // slot i landed for every lane of the warp; slot i - 1 is free
+    auto prep = [&](int i) {  // slot i landed for every thread of the warpgroup; slot i - 1 is free
       cp_async_wait<kPrefetch - 1>();
-      __syncwarp();
+      named_barrier_sync(wg ? 6 : 3, 128);
       issue(i + kPrefetch);
     };
     auto build = [&](uint32_t (&f)[4][4], int st, int kb) {
       const int head = kb_head(kb);
       const uint8_t* gbox = sa(st) + wg * kBoxBytes;
       const uint8_t* xbox = sx(st) + wg * kBoxBytes;
-      const float* slot = ring + ((kb - w.kb0) % kStages) * 128;  // rstd at [0, 64), m at [64, 128)
+      const float* slot = ring + ((kb - w.kb0) % kStages) * 2 * kBM;  // rstd at [0, 64), m at [64, 128)
       const __nv_bfloat16* wt16 = wtab16 + (head < 4 ? 0 : kD);
       if (!w.is_w) {  // A = G rows (tokens 64·wg..) × dims (kb & 3)·64..: ldmatrix, one row per thread pair
-        const int ra = lane >> 2;  // this warp's rows ra, ra + 8
+        const int ra = 16 * wq + (lane >> 2);
         float rs[2] = {0.f, 0.f}, mm[2] = {0.f, 0.f};
         if (head < 5) rs[0] = slot[ra], rs[1] = slot[ra + 8], mm[0] = slot[64 + ra], mm[1] = slot[64 + ra + 8];
 #pragma unroll
@@ -1323,7 +1315,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
               : variant == kRS          ? fused_gemm_kernel<kRS>
                                         : fused_gemm_kernel<kFast>;
   const void* kernel = reinterpret_cast<const void*>(kfn);
-  const int smem_bytes = kSmemBytes + (variant == kRS ? kRsWarpBytes : 0);
+  const int smem_bytes = kSmemBytes;
   err = allow_dynamic_smem(kernel, smem_bytes);
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t cfg = {};
