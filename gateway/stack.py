@@ -174,14 +174,18 @@ class Stack:
         before the bundled data is checked, so their start-ups overlap it and each other; if the
         subgraphs' SDLs turn out to differ (new code), the gateway is started again on the new
         composition. A first start imports the data before anything else starts (its import is
-        not slowed down by starting processes, nor their event streams by its events)."""
-        # On the embedded database, recover_stale_address refuses a second serve on this home; on
-        # MONGODB_URI the stack file is what a second one would clobber (and the supergraph).
+        not slowed down by starting processes, nor their event streams by its events). Hive
+        Gateway needs no database: on a restart it starts first, beside the database (its start is
+        the longest, ~4.5 s on 2 cores)."""
+        # A second serve on this home is refused before anything of the home is touched (the
+        # supergraph file is the running gateway's): on the embedded database by its address file
+        # (recover_stale_address), on MONGODB_URI by the stack file.
         if self.settings.mongodb_uri and (running := running_stack_api()):
             raise StackError(f"another kernelindex serve ({running}) is using {home()}; stop it first, or set KERNELINDEX_HOME")
-        uri = self._start_database()
+        if not self.settings.mongodb_uri and (note := recover_stale_address()):
+            print(note, file=sys.stderr)
         # The home, resolved once (absolute), is every child's: they run in the package's directory.
-        env = {**os.environ, "MONGODB_URI": uri, "KERNELINDEX_HOME": str(home())}
+        env = {**os.environ, "KERNELINDEX_HOME": str(home())}
         if not sys.stderr.isatty():
             # A log file or a pipe gets no colour codes (Hive Gateway's logger honours NO_COLOR).
             env.setdefault("NO_COLOR", "1")
@@ -191,15 +195,18 @@ class Stack:
         sockets = self._bind_children()
         guess = last_composition(cache)
         if guess is not None:
-            say("starting the registry and benchmarks subgraphs, the web process and Hive Gateway ...")
-            self._spawn_children(sockets, env)
+            say("starting Hive Gateway on the last composition ...")
             write_supergraph(supergraph, with_urls(guess[1], self.subgraph_urls))
             held.close()  # every other port is taken: Hive Gateway binds its own now
             self._spawn_gateway(gateway, supergraph, env)
+        env["MONGODB_URI"] = self._start_database()
+        if guess is not None:
+            say("starting the registry and benchmarks subgraphs and the web process ...")
+            self._spawn_children(sockets, env)
         if self.load_data:
             from server.bootstrap import BUNDLED_DATA, bootstrap
 
-            asyncio.run(bootstrap(uri, self.settings, BUNDLED_DATA, say=say))
+            asyncio.run(bootstrap(env["MONGODB_URI"], self.settings, BUNDLED_DATA, say=say))
         if guess is None:
             say("starting the registry and benchmarks subgraphs and composing the supergraph ...")
             self._spawn_children(sockets, env)
@@ -256,8 +263,6 @@ class Stack:
     def _start_database(self) -> str:
         if self.settings.mongodb_uri:
             return self.settings.mongodb_uri
-        if note := recover_stale_address():
-            print(note, file=sys.stderr)
         self.database = EmbeddedServer(
             home() / "db", port=self.db_port, log_path=home() / "secantusd.log", startup_timeout_s=self.db_timeout
         )

@@ -232,7 +232,7 @@ def test_sigterm_stops_every_process(tmp_path):
 
 def test_a_restart_starts_the_gateway_on_the_last_composition_and_mends_a_stale_one(tmp_path):
     """A restart hands Hive Gateway this home's last composition (today's URLs written in) before
-    the subgraphs answer; when their SDLs turn out to be another composition's, the gateway is
+    the database starts and the subgraphs answer; when their SDLs turn out to be another composition's, the gateway is
     started again on theirs, and the stack answers a query spanning both subgraphs either way."""
     home = tmp_path / "home"
     Stack(home, "--no-data").wait_ready().stop()
@@ -245,7 +245,9 @@ def test_a_restart_starts_the_gateway_on_the_last_composition_and_mends_a_stale_
         started = Stack(home, "--no-data").wait_ready()
         try:
             out = started.output()
-            assert "starting the registry and benchmarks subgraphs, the web process and Hive Gateway" in out, out
+            # Hive Gateway first (it needs no database), then the database, then the rest.
+            gateway, database = out.index("starting Hive Gateway on the last composition"), out.index("starting the embedded database")
+            assert gateway < database < out.index("starting the registry and benchmarks subgraphs and the web process"), out
             assert ("the subgraphs' schema changed" in out) is stale, out
             assert started.data(SPANNING, {"name": "no-such-definition"}) == {"definition": None}
             assert f'url: "{started.url}"' not in (home / "supergraph.graphql").read_text()  # the subgraphs' URLs, not its own
