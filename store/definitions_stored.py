@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pymongo.asynchronous.database import AsyncDatabase
 
+from store import counters
+
 _KEY = "definitions"  # its document in `counters` (beside the event counter)
 
 
@@ -19,5 +21,4 @@ async def raise_number(db: AsyncDatabase) -> None:
 
 
 async def number(db: AsyncDatabase) -> int:
-    counter = await db.counters.find_one({"_id": _KEY})
-    return counter["seq"] if counter else 0
+    return await counters.value(db, _KEY)

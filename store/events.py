@@ -13,6 +13,8 @@ from pymongo import ReturnDocument
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
+from store import counters
+
 
 async def reserve(db: AsyncDatabase, count: int, session: AsyncClientSession | None = None) -> int:
     """Reserve `count` consecutive sequence numbers; return the first. Inside the transaction that
@@ -40,8 +42,7 @@ async def append(db: AsyncDatabase, type_: str, at: datetime, *, session: AsyncC
 
 async def last_seq(db: AsyncDatabase) -> int:
     """The newest sequence number handed out (0 before the first event)."""
-    counter = await db.counters.find_one({"_id": "events"})
-    return counter["seq"] if counter else 0
+    return await counters.value(db, "events")
 
 
 async def after(db: AsyncDatabase, seq: int, limit: int = 1000) -> list[dict[str, Any]]:

@@ -54,8 +54,7 @@ async def runs_page(
     list (no filter but `current`) walks the events' windows and reads only the runs it keeps."""
     upper = after_seq
     if upper is None:
-        counter = await db.counters.find_one({"_id": "events"}, {"seq": 1})
-        upper = (counter or {}).get("seq", 0) + 1
+        upper = await events.last_seq(db) + 1
     wanted = first + 1
     docs: list[Doc] = []
     # SecantusDB walks an index only for a filter its keys cover exactly (`seq`; `definitionDigest`
