@@ -63,7 +63,9 @@ async def name_older_runs(db: AsyncDatabase, source: str, names: list[str]) -> i
     leaves only names that the next write completes."""
     updated = 0
     for chunk in chunked(sorted(set(names))):
-        query = {"source": source, "current": True, "externalId": {"$exists": False}, "metadata.name": {"$in": chunk}}
+        # The name first: SecantusDB serves the filter from the first of its fields with an index
+        # (store/schema.py run_name) and checks the rest on what it finds.
+        query = {"metadata.name": {"$in": chunk}, "source": source, "current": True, "externalId": {"$exists": False}}
         result = await db.runs.update_many(query, [{"$set": {"externalId": "$metadata.name"}}])
         updated += result.modified_count
     return updated

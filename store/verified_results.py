@@ -211,6 +211,8 @@ async def mark_verified(db: AsyncDatabase, digest: str, verification: dict[str, 
 async def refresh_replication(db: AsyncDatabase, run_spec: dict[str, Any], gpu: str, session: AsyncClientSession) -> None:
     """Two distinct runner identities verifying the same implementation on the same workload,
     protocol and GPU lift every such run to Independently Replicated."""
+    # The implementation first: SecantusDB serves the filter from its index (store/schema.py
+    # `implementation`) and checks the rest per run.
     query = {
         "spec.implementationDigest": run_spec["implementationDigest"],
         "spec.workloadDigest": run_spec["workloadDigest"],
