@@ -1,0 +1,74 @@
+// Lab probe (11th session): how fast can each CTA of a 5-CTA cluster store 16-byte chunks into
+// all five CTAs' shared memory (ext-fused's `share` mode does exactly that with its G slices)?
+// Every thread stores its chunk to ranks 0..4 (or to its own CTA only, the reference), `iters`
+// times over a 16 KiB buffer, then the cluster syncs. Prints per-SM bytes received per clock.
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I kernels/ops/qkv_qknorm_backward/csrc \
+//        lab/qkv_qknorm_backward/dsmem_bw.cu -o dsmem_bw && ./dsmem_bw
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/sm90.cuh"
+
+using namespace kidx;
+
+template <int kTargets>
+__global__ void __cluster_dims__(5, 1, 1) probe(int iters, unsigned long long* cycles, int threads_storing) {
+  __shared__ __align__(16) uint8_t buf[16384];
+  cluster_sync_all();
+  const uint64_t t0 = clock64();
+  if (threadIdx.x < threads_storing) {
+    const uint32_t base = smem_u32(buf) + (threadIdx.x * 16) % 16384;
+    uint4 v = make_uint4(threadIdx.x, iters, 1, 2);
+    const uint32_t me = cluster_ctarank();
+    for (int i = 0; i < iters; ++i) {
+      const uint32_t a = base + ((i * 4096) & 16383);
+#pragma unroll
+      for (int c = 0; c < kTargets; ++c) st_dsmem_u4(map_rank(a, kTargets == 1 ? me : c), v);
+      v.y += 1;
+    }
+  }
+  cluster_sync_all();
+  const uint64_t t1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+int main() {
+  int clusters = 0;
+  cudaLaunchConfig_t cfg = {};
+  cfg.blockDim = dim3(256);
+  cfg.gridDim = dim3(5 * 26);
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 5, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  if (cudaOccupancyMaxActiveClusters(&clusters, probe<5>, &cfg) != cudaSuccess) clusters = -1;
+  printf("max active 5-CTA clusters (this probe): %d\n", clusters);
+  const int grid = 5 * (clusters > 0 ? clusters : 26);
+  unsigned long long* d;
+  cudaMalloc(&d, grid * sizeof(unsigned long long));
+  unsigned long long h[1024];
+  const int iters = 4096;
+  for (int storing : {128, 256}) {
+    for (int targets : {1, 5}) {
+      for (int rep = 0; rep < 2; ++rep) {
+        if (targets == 5) probe<5><<<grid, 256>>>(iters, d, storing);
+        else probe<1><<<grid, 256>>>(iters, d, storing);
+        if (cudaDeviceSynchronize() != cudaSuccess) {
+          printf("error: %s\n", cudaGetErrorString(cudaGetLastError()));
+          return 1;
+        }
+      }
+      cudaMemcpy(h, d, grid * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+      unsigned long long mx = 0, sum = 0;
+      for (int i = 0; i < grid; ++i) mx = h[i] > mx ? h[i] : mx, sum += h[i];
+      // bytes each CTA receives: every CTA of the cluster (targets 5) or itself (1) stores
+      // storing × 16 B per iteration into it
+      const double bytes = static_cast<double>(storing) * 16 * iters * (targets == 5 ? 5 : 1);
+      printf("threads %d, targets %d, CTAs %d: %.1f B/clk received per SM (slowest CTA %llu clk, mean %.0f)\n",
+             storing, targets, grid, bytes / mx, mx, static_cast<double>(sum) / grid);
+    }
+  }
+  return 0;
+}
