@@ -1,7 +1,8 @@
 // Lab probe (11th session): how fast can each CTA of a 5-CTA cluster store 16-byte chunks into
 // all five CTAs' shared memory (ext-fused's `share` mode does exactly that with its G slices)?
 // Every thread stores its chunk to ranks 0..4 (or to its own CTA only, the reference), `iters`
-// times over a 16 KiB buffer, then the cluster syncs. Prints per-SM bytes received per clock.
+// times over a 16 KiB buffer, then the cluster syncs; then bulk copies (probe_bulk). Prints per-SM
+// bytes received per clock.
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I kernels/ops/qkv_qknorm_backward/csrc \
 //        lab/qkv_qknorm_backward/dsmem_bw.cu -o dsmem_bw && ./dsmem_bw
 #include <cuda_runtime.h>
@@ -29,6 +30,34 @@ __global__ void __cluster_dims__(5, 1, 1) probe(int iters, unsigned long long* c
     }
   }
   cluster_sync_all();
+  const uint64_t t1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
+}
+
+// The copy engine instead: each CTA sends 16 KiB to each of the other 4 per round (one bulk copy
+// each, completing on the receiver's mbarrier), waits for its own 64 KiB, then the cluster syncs
+// (so that no round's bytes land in the previous round's phase).
+__global__ void __cluster_dims__(5, 1, 1) probe_bulk(int iters, unsigned long long* cycles) {
+  extern __shared__ __align__(128) uint8_t dyn[];  // src 16 KiB, 4 receive slots of 16 KiB
+  __shared__ __align__(8) uint64_t bar;
+  const uint32_t me = cluster_ctarank();
+  if (threadIdx.x == 0) {
+    mbar_init(&bar, 1);
+    fence_barrier_init();
+  }
+  cluster_sync_all();
+  const uint64_t t0 = clock64();
+  for (int i = 0; i < iters; ++i) {
+    if (threadIdx.x == 0) {
+      mbar_expect_tx(&bar, 4 * 16384);
+      for (int c = 1; c < 5; ++c) {
+        const uint32_t r = (me + c) % 5;
+        bulk_copy_to_rank(map_rank(smem_u32(dyn + 16384 * c), r), smem_u32(dyn), 16384, map_rank(smem_u32(&bar), r));
+      }
+      mbar_wait(&bar, i & 1);
+    }
+    cluster_sync_all();
+  }
   const uint64_t t1 = clock64();
   if (threadIdx.x == 0) cycles[blockIdx.x] = t1 - t0;
 }
@@ -70,5 +99,18 @@ int main() {
              storing, targets, grid, bytes / mx, mx, static_cast<double>(sum) / grid);
     }
   }
+  cudaFuncSetAttribute(probe_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, 5 * 16384);
+  for (int rep = 0; rep < 2; ++rep) {
+    probe_bulk<<<grid, 256, 5 * 16384>>>(512, d);
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+      printf("error (bulk): %s\n", cudaGetErrorString(cudaGetLastError()));
+      return 1;
+    }
+  }
+  cudaMemcpy(h, d, grid * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+  unsigned long long mx = 0;
+  for (int i = 0; i < grid; ++i) mx = h[i] > mx ? h[i] : mx;
+  printf("bulk copies, 4 x 16 KiB per CTA per round + cluster sync, CTAs %d: %.1f B/clk received per SM (slowest CTA %llu clk)\n",
+         grid, 512.0 * 4 * 16384 / mx, mx);
   return 0;
 }

@@ -21,7 +21,8 @@ session: no transform warpgroup, G never in shared memory — each consumer warp
 A fragments in registers from the g and x̂ boxes and the k-block's rstd/m, 384 threads; "rs-early"
 likewise), "share" (11th session: t2 in clusters of the 5 column tiles of a row block, each CTA
 transforming a fifth of the G box and storing it into all five through distributed shared memory;
-plan "c5-w1-x1", or "c5-w1-x1-xf:share") and "diag-notransform"
+plan "c5-w1-x1", or "c5-w1-x1-xf:share"), "share-bulk" (the same, the slice handed over as one
+bulk copy per CTA) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
 q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
 "diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
@@ -80,9 +81,10 @@ def load(verbose: bool = False):
 EARLY = 1 << 6
 RS = 1 << 7
 SHARE = 1 << 8
+SHARE_BULK = 1 << 9
 VARIANTS = {"": 7, "t2": 7, "t1": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
             "diag-nosmem": 4 | 4 << 3, "t2-early": 7 | EARLY, "diag-nox-early": 3 | EARLY,
-            "diag-notransform-early": 2 | EARLY, "rs": RS, "rs-early": RS | EARLY, "share": SHARE}
+            "diag-notransform-early": 2 | EARLY, "rs": RS, "rs-early": RS | EARLY, "share": SHARE, "share-bulk": SHARE_BULK}
 
 
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
@@ -94,8 +96,9 @@ def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
     if variant not in VARIANTS:
         raise ValueError(f"mode: unknown variant {variant!r} (expected one of {sorted(v for v in VARIANTS if v)})")
     forced, flags = _parse_plan(base)
-    if (variant == "share") != (forced[0] == 5):
-        if variant != "share" or forced != AUTO:
+    shared = variant in ("share", "share-bulk")
+    if shared != (forced[0] == 5):
+        if not shared or forced != AUTO:
             raise ValueError(f"mode: variant 'share' runs only on plans c5-w1-x1[-xf] and they only with it, got {mode!r}")
         forced = SHARE_PLAN
     return forced, flags | VARIANTS[variant] << 1

@@ -96,7 +96,10 @@ constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of
 // and `empty` the 8 consumer warps of all 5 (a CTA's slice goes into every CTA's stage, so no
 // stage is refilled before the whole cluster released it). V's k-blocks are loaded whole by each
 // CTA, as in t2. No split-K (a cluster is the 5 tiles).
-enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6, kT2 = 7, kRS = 8, kShare = 9 };
+// kShareB (flags bit 10): kShare whose transform writes its G slice into its own box only and
+// hands it to the other 4 CTAs as one bulk copy each (the copy engine, completing on their `ready`
+// as transaction bytes): call 1 measured plain stores into a 5-CTA cluster at ~4 B/clk per SM.
+enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6, kT2 = 7, kRS = 8, kShare = 9, kShareB = 10 };
 constexpr int kShareCtas = kNT;  // 5
 // row groups [share_g0(r), share_g0(r + 1)) of a k-block's 16 are CTA r's slice
 __host__ __device__ constexpr int share_g0(int r) { return r == 0 ? 0 : 1 + 3 * r; }
@@ -512,6 +515,7 @@ __device__ __forceinline__ void transform_kblock(uint8_t* gbox, const uint8_t* x
 // and x̂ rows, stored into the same place of all 5 CTAs' box. kFast's arithmetic; rows past S are
 // stored as zeros (the other CTAs' rows there were never loaded). Thread t takes chunks t and
 // t + 128 of the slice: 8 threads a row, so a warp writes 512 contiguous bytes.
+template <bool kBulk>
 __device__ __forceinline__ void transform_slice(uint8_t* gbox, const uint8_t* xbox, const __nv_bfloat16* wtab16,
                                                 const float* rsm, int seq, int s_row0, int row_step, int head, int d0,
                                                 int col_step, int g0, int g1, int t) {
@@ -549,9 +553,13 @@ __device__ __forceinline__ void transform_slice(uint8_t* gbox, const uint8_t* xb
       for (int e = 0; e < 8; ++e) o[e] = rs[k] * (gf[e] - mm[k] * xf[e]);
       v = make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
     }
-    const uint32_t a = smem_u32(gbox + off[k]);
+    if (kBulk) {
+      *reinterpret_cast<uint4*>(gbox + off[k]) = v;
+    } else {
+      const uint32_t a = smem_u32(gbox + off[k]);
 #pragma unroll
-    for (int c = 0; c < kShareCtas; ++c) st_dsmem_u4(map_rank(a, c), v);
+      for (int c = 0; c < kShareCtas; ++c) st_dsmem_u4(map_rank(a, c), v);
+    }
   }
 }
 
@@ -617,8 +625,9 @@ __device__ __forceinline__ __nv_bfloat16* dw_row(const Params& p, int r) {
 }
 
 template <int kVariant, bool kStamp = false>
-__global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare ? kThreadsT2 : kVariant == kRS ? kThreadsRS : kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
-  constexpr bool kShr = kVariant == kShare;
+__global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVariant == kShareB ? kThreadsT2 : kVariant == kRS ? kThreadsRS : kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
+  constexpr bool kShr = kVariant == kShare || kVariant == kShareB;
+  constexpr bool kBulk = kVariant == kShareB;
   constexpr bool kTwo = kVariant == kT2 || kShr;  // two transform warpgroups, setmaxnreg
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -725,7 +734,7 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare ? kThrea
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
       // each transform thread / lane 0 of each transform warp (kShare: of all 5 CTAs)
-      mbar_init(&ready[s], kVariant == kConsumer ? 128 : kShr ? 4 * kShareCtas : 4);
+      mbar_init(&ready[s], kVariant == kConsumer ? 128 : kShr && !kBulk ? 4 * kShareCtas : 4);
       mbar_init(&empty[s], kShr ? 8 * kShareCtas : 8);  // lane 0 of each consumer warp (kShare: of all 5 CTAs)
     }
     fence_barrier_init();
@@ -823,14 +832,31 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare ? kThrea
           const int g0 = share_g0(w.nt), g1 = share_g0(w.nt + 1);
           if (w.is_w) {
             const int b = kb / p.nkbs;
-            transform_slice(sa(stage), sx(stage), wtab16, rsm, p.seq, (kb - b * p.nkbs) * kBK, 0, head, m0 & 255, 64,
-                            g0, g1, t);
+            transform_slice<kBulk>(sa(stage), sx(stage), wtab16, rsm, p.seq, (kb - b * p.nkbs) * kBK, 0, head,
+                                   m0 & 255, 64, g0, g1, t);
           } else {
-            transform_slice(sa(stage), sx(stage), wtab16, rsm, p.seq, xs0, 64, head, (kb & 3) * kBK, 0, g0, g1, t);
+            transform_slice<kBulk>(sa(stage), sx(stage), wtab16, rsm, p.seq, xs0, 64, head, (kb & 3) * kBK, 0, g0, g1,
+                                   t);
           }
-          fence_proxy_async_cluster();
-          __syncwarp();
-          if (lane < kShareCtas) mbar_arrive_rank(&ready[stage], lane);
+          if (kBulk) {  // the slice, whole, to the other 4 CTAs' box; their `ready` counts its bytes
+            fence_proxy_async_shared();
+            named_barrier_sync(tw ? 6 : 3, 128);
+            const uint32_t src = smem_u32(sa(stage) + g0 * 1024);
+            if (t == 0) {
+#pragma unroll
+              for (int c = 1; c < kShareCtas; ++c) {
+                const uint32_t r = (w.nt + c) % kShareCtas;
+                bulk_copy_to_rank(map_rank(src, r), src, (g1 - g0) * 1024, map_rank(smem_u32(&ready[stage]), r));
+              }
+              mbar_expect_tx(&ready[stage], kABytes - (g1 - g0) * 1024);  // the other 4 slices
+            } else if (lane == 0) {
+              mbar_arrive(&ready[stage]);
+            }
+          } else {
+            fence_proxy_async_cluster();
+            __syncwarp();
+            if (lane < kShareCtas) mbar_arrive_rank(&ready[stage], lane);
+          }
         } else if (head < 5) {
           const float* rsm = ring + (j % kStages) * 2 * kBM;
           if (w.is_w) {
@@ -845,7 +871,7 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare ? kThrea
         if (kShr && head < 5) {
         } else if (kShr) {  // V: this CTA's own whole box; its warps stand for all 5 CTAs' arrivals
           __syncwarp();
-          if (lane == 0) mbar_arrive_n(&ready[stage], kShareCtas);
+          if (lane == 0) mbar_arrive_n(&ready[stage], kBulk ? 1 : kShareCtas);
         } else {
           __syncwarp();
           if (lane == 0) mbar_arrive(&ready[stage]);
@@ -1330,7 +1356,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
 // 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag;
-// bit 7 Params::early_loads; bit 8 kRS, bit 9 kShare (with the forced plan c5-w1-x1[-xf] only); bits 1-3 then ignored)
+// bit 7 Params::early_loads; bit 8 kRS, bit 9 kShare, bit 10 kShareB (both with the forced plan c5-w1-x1[-xf] only); bits 1-3 then ignored)
 // [29 timeline [grid][kTlWords] u64 or 0: the stamped build, t2, rs, diag-notransform and diag-nox only;
 // in rs the "transform" stamps are consumer warpgroup 0's ring barrier, `full` wait and fragment build]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
@@ -1406,8 +1432,8 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.early_loads = (flags >> 7) & 1;
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
-  const int variant = (flags >> 9) & 1 ? kShare : (flags >> 8) & 1 ? kRS : (flags >> 1) & 7;
-  if ((variant == kShare) != (pl.cl == kShareCtas)) return kErrArguments;  // kShare runs its own plan only
+  const int variant = (flags >> 10) & 1 ? kShareB : (flags >> 9) & 1 ? kShare : (flags >> 8) & 1 ? kRS : (flags >> 1) & 7;
+  if ((variant == kShare || variant == kShareB) != (pl.cl == kShareCtas)) return kErrArguments;  // kShare runs its own plan only
   // a timeline (lab only) runs the stamped build of t2 or of a skeleton (kNoTransform, kNoX)
   const bool stamped = p.timeline != nullptr;
   if (stamped && variant != kT2 && variant != kNoX && variant != kNoTransform && variant != kRS) return kErrArguments;
@@ -1422,6 +1448,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
               : variant == kT2          ? fused_gemm_kernel<kT2>
               : variant == kRS          ? fused_gemm_kernel<kRS>
               : variant == kShare       ? fused_gemm_kernel<kShare>
+              : variant == kShareB      ? fused_gemm_kernel<kShareB>
                                         : fused_gemm_kernel<kFast>;
   const void* kernel = reinterpret_cast<const void*>(kfn);
   const int smem_bytes = kSmemBytes;
@@ -1429,7 +1456,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(pl.grid);
-  cfg.blockDim = dim3(variant == kT2 || variant == kShare ? kThreadsT2 : variant == kRS ? kThreadsRS : kThreads);
+  cfg.blockDim = dim3(variant == kT2 || variant == kShare || variant == kShareB ? kThreadsT2 : variant == kRS ? kThreadsRS : kThreads);
   cfg.dynamicSmemBytes = smem_bytes;
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];

@@ -184,6 +184,14 @@ __device__ __forceinline__ void st_dsmem_u4(uint32_t addr, const uint4& v) {
   asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                : "memory");
 }
+// A bulk copy (the copy engine) of `bytes` from this CTA's shared memory to `dst` in another CTA
+// of the cluster, completing `bytes` of transactions on the mbarrier `bar` there (both
+// shared::cluster addresses, from map_rank).
+__device__ __forceinline__ void bulk_copy_to_rank(uint32_t dst, uint32_t src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "r"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
 // Ordinary stores into other CTAs' shared memory that their tensor cores read next.
 __device__ __forceinline__ void fence_proxy_async_cluster() {
   asm volatile("fence.proxy.async.shared::cluster;" ::: "memory");
