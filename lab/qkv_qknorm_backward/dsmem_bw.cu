@@ -13,9 +13,13 @@
 
 using namespace kidx;
 
+// Both probes take kSmem bytes of dynamic shared memory so that one CTA runs per SM (call 2's
+// numbers were per CTA with ~4.7 CTAs per SM for the stores, ~2 for the bulk copies).
+constexpr int kSmem = 160 * 1024;
+
 template <int kTargets>
 __global__ void __cluster_dims__(5, 1, 1) probe(int iters, unsigned long long* cycles, int threads_storing) {
-  __shared__ __align__(16) uint8_t buf[16384];
+  extern __shared__ __align__(128) uint8_t buf[];
   cluster_sync_all();
   const uint64_t t0 = clock64();
   if (threadIdx.x < threads_storing) {
@@ -37,7 +41,7 @@ __global__ void __cluster_dims__(5, 1, 1) probe(int iters, unsigned long long* c
 // The copy engine instead: each CTA sends 16 KiB to each of the other 4 per round (one bulk copy
 // each, completing on the receiver's mbarrier), waits for its own 64 KiB, then the cluster syncs
 // (so that no round's bytes land in the previous round's phase).
-__global__ void __cluster_dims__(5, 1, 1) probe_bulk(int iters, unsigned long long* cycles) {
+__global__ void __cluster_dims__(5, 1, 1) probe_bulk(int iters, unsigned long long* cycles, int bytes) {
   extern __shared__ __align__(128) uint8_t dyn[];  // src 16 KiB, 4 receive slots of 16 KiB
   __shared__ __align__(8) uint64_t bar;
   const uint32_t me = cluster_ctarank();
@@ -49,10 +53,10 @@ __global__ void __cluster_dims__(5, 1, 1) probe_bulk(int iters, unsigned long lo
   const uint64_t t0 = clock64();
   for (int i = 0; i < iters; ++i) {
     if (threadIdx.x == 0) {
-      mbar_expect_tx(&bar, 4 * 16384);
+      mbar_expect_tx(&bar, 4 * bytes);
       for (int c = 1; c < 5; ++c) {
         const uint32_t r = (me + c) % 5;
-        bulk_copy_to_rank(map_rank(smem_u32(dyn + 16384 * c), r), smem_u32(dyn), 16384, map_rank(smem_u32(&bar), r));
+        bulk_copy_to_rank(map_rank(smem_u32(dyn + 16384 * c), r), smem_u32(dyn), bytes, map_rank(smem_u32(&bar), r));
       }
       mbar_wait(&bar, i & 1);
     }
@@ -72,6 +76,10 @@ int main() {
   attr.val.clusterDim.x = 5, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
+  cfg.dynamicSmemBytes = kSmem;
+  cudaFuncSetAttribute(probe<5>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  cudaFuncSetAttribute(probe<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  cudaFuncSetAttribute(probe_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   if (cudaOccupancyMaxActiveClusters(&clusters, probe<5>, &cfg) != cudaSuccess) clusters = -1;
   printf("max active 5-CTA clusters (this probe): %d\n", clusters);
   const int grid = 5 * (clusters > 0 ? clusters : 26);
@@ -82,8 +90,8 @@ int main() {
   for (int storing : {128, 256}) {
     for (int targets : {1, 5}) {
       for (int rep = 0; rep < 2; ++rep) {
-        if (targets == 5) probe<5><<<grid, 256>>>(iters, d, storing);
-        else probe<1><<<grid, 256>>>(iters, d, storing);
+        if (targets == 5) probe<5><<<grid, 256, kSmem>>>(iters, d, storing);
+        else probe<1><<<grid, 256, kSmem>>>(iters, d, storing);
         if (cudaDeviceSynchronize() != cudaSuccess) {
           printf("error: %s\n", cudaGetErrorString(cudaGetLastError()));
           return 1;
@@ -99,18 +107,19 @@ int main() {
              storing, targets, grid, bytes / mx, mx, static_cast<double>(sum) / grid);
     }
   }
-  cudaFuncSetAttribute(probe_bulk, cudaFuncAttributeMaxDynamicSharedMemorySize, 5 * 16384);
-  for (int rep = 0; rep < 2; ++rep) {
-    probe_bulk<<<grid, 256, 5 * 16384>>>(512, d);
-    if (cudaDeviceSynchronize() != cudaSuccess) {
-      printf("error (bulk): %s\n", cudaGetErrorString(cudaGetLastError()));
-      return 1;
+  for (int bytes : {1024, 4096, 16384}) {
+    for (int rep = 0; rep < 2; ++rep) {
+      probe_bulk<<<grid, 256, kSmem>>>(512, d, bytes);
+      if (cudaDeviceSynchronize() != cudaSuccess) {
+        printf("error (bulk): %s\n", cudaGetErrorString(cudaGetLastError()));
+        return 1;
+      }
     }
+    cudaMemcpy(h, d, grid * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
+    unsigned long long mx = 0;
+    for (int i = 0; i < grid; ++i) mx = h[i] > mx ? h[i] : mx;
+    printf("bulk copies, 4 x %d B per CTA per round + cluster sync, CTAs %d: %.1f B/clk received per SM, %.0f clk per round\n",
+           bytes, grid, 512.0 * 4 * bytes / mx, mx / 512.0);
   }
-  cudaMemcpy(h, d, grid * sizeof(unsigned long long), cudaMemcpyDeviceToHost);
-  unsigned long long mx = 0;
-  for (int i = 0; i < grid; ++i) mx = h[i] > mx ? h[i] : mx;
-  printf("bulk copies, 4 x 16 KiB per CTA per round + cluster sync, CTAs %d: %.1f B/clk received per SM (slowest CTA %llu clk)\n",
-         grid, 512.0 * 4 * 16384 / mx, mx);
   return 0;
 }

@@ -1436,8 +1436,10 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   if ((variant == kShare || variant == kShareB) != (pl.cl == kShareCtas)) return kErrArguments;  // kShare runs its own plan only
   // a timeline (lab only) runs the stamped build of t2 or of a skeleton (kNoTransform, kNoX)
   const bool stamped = p.timeline != nullptr;
-  if (stamped && variant != kT2 && variant != kNoX && variant != kNoTransform && variant != kRS) return kErrArguments;
+  if (stamped && variant != kT2 && variant != kNoX && variant != kNoTransform && variant != kRS && variant != kShareB)
+    return kErrArguments;
   auto kfn = stamped ? (variant == kT2 ? fused_gemm_kernel<kT2, true> : variant == kRS ? fused_gemm_kernel<kRS, true>
+                        : variant == kShareB ? fused_gemm_kernel<kShareB, true>
                         : variant == kNoX ? fused_gemm_kernel<kNoX, true> : fused_gemm_kernel<kNoTransform, true>)
              : variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
