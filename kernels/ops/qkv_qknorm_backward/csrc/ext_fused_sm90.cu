@@ -325,16 +325,16 @@ __device__ __forceinline__ void mma_kblock(float (&acc)[64], uint32_t a_base, ui
 
 // The consumers' mainloop over k-blocks [kb0, kb1): wait for the transformed stage, wgmma, release
 // the previous stage (at most one wgmma group in flight).
-// kCl (kShare): `ready` holds other CTAs' stores (acquire at cluster scope) and the release goes to
-// `empty` in all 5 CTAs (lanes 0-4, one CTA each).
-template <int TA, bool kStamp, bool kCl, class StageA, class StageB>
+// kCl (kShare, kShareB): the release goes to `empty` in all 5 CTAs (lanes 0-4, one CTA each);
+// kClAcq (kShare): `ready` holds other CTAs' ordinary stores (acquire at cluster scope).
+template <int TA, bool kStamp, bool kCl, bool kClAcq, class StageA, class StageB>
 __device__ __forceinline__ void mainloop(float (&acc)[64], int kb0, int kb1, uint64_t* ready, uint64_t* empty, int wg,
                                          int lane, StageA sa, StageB sb, unsigned long long* tl, bool stamper) {
   RingPos<kStages> pos;
   int prev = -1;
   for (int kb = kb0; kb < kb1; ++kb) {
     if (stamper) stamp<kStamp>(tl, kb - kb0, kSC0);
-    if (kCl) mbar_wait_cluster(&ready[pos.stage], pos.phase);
+    if (kClAcq) mbar_wait_cluster(&ready[pos.stage], pos.phase);
     else mbar_wait(&ready[pos.stage], pos.phase);
     if (stamper) stamp<kStamp>(tl, kb - kb0, kSC1);
     wgmma_fence();
@@ -343,7 +343,7 @@ __device__ __forceinline__ void mainloop(float (&acc)[64], int kb0, int kb1, uin
     wgmma_wait<1>();
     if (stamper) stamp<kStamp>(tl, kb - kb0 - 1, kSC2);
     if (kCl) {
-      if (prev >= 0 && lane < kShareCtas) mbar_arrive_rank(&empty[prev], lane);
+      if (prev >= 0 && lane < kShareCtas) mbar_arrive_rank<false>(&empty[prev], lane);
     } else if (prev >= 0 && lane == 0) {
       mbar_arrive(&empty[prev]);
     }
@@ -766,8 +766,7 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
       RingPos<kStages> pos;
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
         stamp<kStamp>(tl, kb - w.kb0, kSP0);
-        if (kShr) mbar_wait_cluster(&empty[pos.stage], pos.phase ^ 1);
-        else mbar_wait(&empty[pos.stage], pos.phase ^ 1);
+        mbar_wait(&empty[pos.stage], pos.phase ^ 1);
         stamp<kStamp>(tl, kb - w.kb0, kSP1);
         produce(kb, pos.stage);
         pos.advance();
@@ -855,7 +854,7 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
           } else {
             fence_proxy_async_cluster();
             __syncwarp();
-            if (lane < kShareCtas) mbar_arrive_rank(&ready[stage], lane);
+            if (lane < kShareCtas) mbar_arrive_rank<true>(&ready[stage], lane);
           }
         } else if (head < 5) {
           const float* rsm = ring + (j % kStages) * 2 * kBM;
@@ -1192,8 +1191,8 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
     }
     cp_async_wait<0>();
   } else if (nkb > 0) {
-    if (w.is_w) mainloop<1, kStamp, kShr>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
-    else mainloop<0, kStamp, kShr>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
+    if (w.is_w) mainloop<1, kStamp, kShr, kShr && !kBulk>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
+    else mainloop<0, kStamp, kShr, kShr && !kBulk>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
   } else {
 #pragma unroll
     for (int j = 0; j < 64; ++j) acc[j] = 0.f;

@@ -156,11 +156,18 @@ __device__ __forceinline__ uint32_t map_rank(uint32_t saddr, uint32_t rank) {
   return r;
 }
 // Cluster-scope mbarrier use (ext-fused's shared transform): arrive on the barrier at the same
-// offset in CTA `rank` (release at cluster scope), and wait with acquire at cluster scope, so that
-// other CTAs' stores before their arrive are visible after the wait.
+// offset in CTA `rank` — with release at cluster scope (kCluster: the arriving thread's ordinary
+// stores into that CTA become visible to a cluster-scope acquire there) or with the default
+// semantics (a consumer's release of a stage after its wgmma completed: CUTLASS's form; call 3 of
+// the 11th session measured the cluster-scope release at ~0.5 µs per k-block in the consumers) —
+// and wait with acquire at cluster scope.
+template <bool kCluster>
 __device__ __forceinline__ void mbar_arrive_rank(uint64_t* bar, uint32_t rank) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(map_rank(smem_u32(bar), rank))
-               : "memory");
+  if (kCluster)
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(map_rank(smem_u32(bar), rank))
+                 : "memory");
+  else
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(map_rank(smem_u32(bar), rank)) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive_n(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
