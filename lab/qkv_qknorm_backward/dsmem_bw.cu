@@ -1,5 +1,6 @@
 // Lab probe (11th session): how fast can each CTA of a 5-CTA cluster store 16-byte chunks into
-// all five CTAs' shared memory (ext-fused's `share` mode does exactly that with its G slices)?
+// all five CTAs' shared memory (ext-fused's deleted `share` mode did that with its G slices), and
+// how fast do bulk copies between them go (`share-bulk`)? LOG.md, 11th session, calls 1-3.
 // Every thread stores its chunk to ranks 0..4 (or to its own CTA only, the reference), `iters`
 // times over a 16 KiB buffer, then the cluster syncs; then bulk copies (probe_bulk). Prints per-SM
 // bytes received per clock.
@@ -12,6 +13,20 @@
 #include "common/sm90.cuh"
 
 using namespace kidx;
+
+// The two distributed-shared-memory instructions the deleted `share` / `share-bulk` modes used
+// (their code: main's bee4230 … ab2c30e); only this probe uses them now.
+__device__ __forceinline__ void st_dsmem_u4(uint32_t addr, const uint4& v) {
+  asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+// A bulk copy (the copy engine) of `bytes` from this CTA's shared memory to `dst` in another CTA of
+// the cluster, completing `bytes` of transactions on the mbarrier `bar` there (both from map_rank).
+__device__ __forceinline__ void bulk_copy_to_rank(uint32_t dst, uint32_t src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+               "r"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
 
 // Both probes take kSmem bytes of dynamic shared memory so that one CTA runs per SM (call 2's
 // numbers were per CTA with ~4.7 CTAs per SM for the stores, ~2 for the bulk copies).

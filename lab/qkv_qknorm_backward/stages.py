@@ -5,7 +5,7 @@ The library's stamped build (csrc/ext_fused_sm90.cu, `kTlWords` per CTA: a heade
 local k-block clock64 stamps of the producer before/after its `empty` wait, the transform at its
 iteration's start / after its ring barrier / after the `full` wait / after its `ready` arrive, and
 consumer warpgroup 0 before/after the `ready` wait and after the wait for the previous wgmma) runs
-for t2, rs, share-bulk, diag-notransform and diag-nox (and their -early forms; in rs the "transform" is consumer
+for t2, rs, diag-notransform and diag-nox (and their -early forms; in rs the "transform" is consumer
 warpgroup 0 building its fragments). One launch per spec at B = 1,
 S = T, replayed from a CUDA graph after an L2 flush, as the timings are.
 
@@ -136,7 +136,8 @@ def summarize(tl, kt_max: int) -> dict:
                 per_kb["transform_full_wait"].append(s[i, T1] - s[i, TB])
                 per_kb["transform_ring_barrier"].append(s[i, TB] - s[i, T0])
                 per_kb["transform_work"].append(s[i, T2] - s[i, T1])
-                # share-bulk: from this CTA's own hand-over to its consumers' `ready` (the other 4 slices)
+                # from the transform's hand-over to the consumers' `ready` (the wake-up; in the 11th
+                # session's deleted share-bulk also the other 4 CTAs' slices)
                 per_kb["ready_after_handover"].append(c1 - s[i, T2])
                 if waited_full:
                     per_kb["load_latency"].append(s[i, T1] - s[i, P1])

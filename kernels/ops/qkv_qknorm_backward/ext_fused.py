@@ -19,10 +19,7 @@ k-blocks, 640 threads, setmaxnreg), "t2-early" (t2 whose producer starts before 
 table has loaded: that table behind a named barrier of its readers, 10th session), "rs" (10th
 session: no transform warpgroup, G never in shared memory — each consumer warpgroup builds its wgmma
 A fragments in registers from the g and x̂ boxes and the k-block's rstd/m, 384 threads; "rs-early"
-likewise), "share" (11th session: t2 in clusters of the 5 column tiles of a row block, each CTA
-transforming a fifth of the G box and storing it into all five through distributed shared memory;
-plan "c5-w1-x1", or "c5-w1-x1-xf:share"), "share-bulk" (the same, the slice handed over as one
-bulk copy per CTA) and "diag-notransform"
+likewise) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
 q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
 "diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
@@ -43,8 +40,7 @@ PLAN_FIELDS = ("cluster", "sw", "sx", "x_first", "grid", "ncw", "ncx", "nwt", "n
                "stats_per_warp")
 MAX_ROWS = (1 << 31) - 1  # 5·T rows of 256, indexed in int
 AUTO = (0, 0, 0, 0)
-_FORCED = re.compile(r"c([12458])-w([1248])-x([1248])(-xf)?")
-SHARE_PLAN = (5, 1, 1, 0)  # "share": the 5 column tiles of a row block in one cluster, dW tiles first
+_FORCED = re.compile(r"c([1248])-w([1248])-x([1248])(-xf)?")
 
 
 def declare(lib) -> None:
@@ -80,11 +76,9 @@ def load(verbose: bool = False):
 # left out), 7 (Params::early_loads) and 8 (kRS: registers-fed A, no transform warpgroup)
 EARLY = 1 << 6
 RS = 1 << 7
-SHARE = 1 << 8
-SHARE_BULK = 1 << 9
 VARIANTS = {"": 7, "t2": 7, "t1": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
             "diag-nosmem": 4 | 4 << 3, "t2-early": 7 | EARLY, "diag-nox-early": 3 | EARLY,
-            "diag-notransform-early": 2 | EARLY, "rs": RS, "rs-early": RS | EARLY, "share": SHARE, "share-bulk": SHARE_BULK}
+            "diag-notransform-early": 2 | EARLY, "rs": RS, "rs-early": RS | EARLY}
 
 
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
@@ -96,11 +90,6 @@ def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
     if variant not in VARIANTS:
         raise ValueError(f"mode: unknown variant {variant!r} (expected one of {sorted(v for v in VARIANTS if v)})")
     forced, flags = _parse_plan(base)
-    shared = variant in ("share", "share-bulk")
-    if shared != (forced[0] == 5):
-        if not shared or forced != AUTO:
-            raise ValueError(f"mode: variant 'share' runs only on plans c5-w1-x1[-xf] and they only with it, got {mode!r}")
-        forced = SHARE_PLAN
     return forced, flags | VARIANTS[variant] << 1
 
 
@@ -113,8 +102,6 @@ def _parse_plan(mode: str) -> tuple[tuple[int, ...], int]:
     if m is None:
         raise ValueError(f"mode: expected 'auto', 'nopdl' or 'c<C>-w<sw>-x<sx>[-xf]' (1, 2, 4, 8), got {mode!r}")
     cl, sw, sx = (int(g) for g in m.groups()[:3])
-    if cl == 5 and (sw, sx) != (1, 1):
-        raise ValueError(f"mode: a cluster of 5 (the shared transform) takes no split-K, got {mode!r}")
     if sw > cl or sx > cl:
         raise ValueError(f"mode: the CTAs per tile (w{sw}, x{sx}) cannot exceed the cluster size c{cl}")
     return (cl, sw, sx, 1 if m.group(4) else 0), 1

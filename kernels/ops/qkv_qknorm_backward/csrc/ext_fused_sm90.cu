@@ -89,20 +89,7 @@ constexpr int kPrefetch = kStages - 1;  // k-blocks of rstd/m in flight ahead of
 // each consumer warpgroup brings the rstd and m of its 64 rows (dX) / the k-block's 64 tokens (dW)
 // into its own ring by cp.async, kPrefetch k-blocks ahead (as t2's transform warpgroups do). Shared-memory bytes per k-block: 48 KiB in, 32 KiB to the
 // fragments, 32 KiB of B to the wgmma = 112 KiB, where t2 moves 144 (LOG.md, 10th session).
-// kShare (11th session, flags bit 9): t2 in clusters of the 5 column tiles of one row block. The
-// 5 CTAs need the same G box per k-block; each loads only its slice of the g and x̂ rows (row
-// groups of 8: 4, 3, 3, 3, 3 of the 16), transforms it and stores the G slice into all 5 CTAs' A
-// box through distributed shared memory. `ready` then counts the 4 transform warps of all 5 CTAs
-// and `empty` the 8 consumer warps of all 5 (a CTA's slice goes into every CTA's stage, so no
-// stage is refilled before the whole cluster released it). V's k-blocks are loaded whole by each
-// CTA, as in t2. No split-K (a cluster is the 5 tiles).
-// kShareB (flags bit 10): kShare whose transform writes its G slice into its own box only and
-// hands it to the other 4 CTAs as one bulk copy each (the copy engine, completing on their `ready`
-// as transaction bytes): call 1 measured plain stores into a 5-CTA cluster at ~4 B/clk per SM.
-enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6, kT2 = 7, kRS = 8, kShare = 9, kShareB = 10 };
-constexpr int kShareCtas = kNT;  // 5
-// row groups [share_g0(r), share_g0(r + 1)) of a k-block's 16 are CTA r's slice
-__host__ __device__ constexpr int share_g0(int r) { return r == 0 ? 0 : 1 + 3 * r; }
+enum Variant { kFast = 0, kV1 = 1, kNoTransform = 2, kNoX = 3, kFastDiag = 4, kFastF32 = 5, kConsumer = 6, kT2 = 7, kRS = 8 };
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
@@ -252,7 +239,6 @@ __global__ void __launch_bounds__(kStatsWarps * 32, kStatsBlocksPerSm) stats_ker
 // ------------------------------------------------------------------ 2. the fused GEMM
 struct Maps {
   CUtensorMap gq, xq, gk, xk, gv;  // 3-D [B·H, S, 256] boxes 64×64
-  CUtensorMap gq8, xq8, gk8, xk8;  // the same, boxes of 64 × 8 rows (kShare's slices)
   CUtensorMap x, dx;               // 3-D [B, S, 640]
   CUtensorMap wq, wk, wv, dwq, dwk, dwv;  // 2-D
 };
@@ -325,28 +311,21 @@ __device__ __forceinline__ void mma_kblock(float (&acc)[64], uint32_t a_base, ui
 
 // The consumers' mainloop over k-blocks [kb0, kb1): wait for the transformed stage, wgmma, release
 // the previous stage (at most one wgmma group in flight).
-// kCl (kShare, kShareB): the release goes to `empty` in all 5 CTAs (lanes 0-4, one CTA each);
-// kClAcq (kShare): `ready` holds other CTAs' ordinary stores (acquire at cluster scope).
-template <int TA, bool kStamp, bool kCl, bool kClAcq, class StageA, class StageB>
+template <int TA, bool kStamp, class StageA, class StageB>
 __device__ __forceinline__ void mainloop(float (&acc)[64], int kb0, int kb1, uint64_t* ready, uint64_t* empty, int wg,
                                          int lane, StageA sa, StageB sb, unsigned long long* tl, bool stamper) {
   RingPos<kStages> pos;
   int prev = -1;
   for (int kb = kb0; kb < kb1; ++kb) {
     if (stamper) stamp<kStamp>(tl, kb - kb0, kSC0);
-    if (kClAcq) mbar_wait_cluster(&ready[pos.stage], pos.phase);
-    else mbar_wait(&ready[pos.stage], pos.phase);
+    mbar_wait(&ready[pos.stage], pos.phase);
     if (stamper) stamp<kStamp>(tl, kb - kb0, kSC1);
     wgmma_fence();
     mma_kblock<TA>(acc, smem_u32(sa(pos.stage)) + wg * kBoxBytes, smem_u32(sb(pos.stage)), kb == kb0);
     wgmma_commit();
     wgmma_wait<1>();
     if (stamper) stamp<kStamp>(tl, kb - kb0 - 1, kSC2);
-    if (kCl) {
-      if (prev >= 0 && lane < kShareCtas) mbar_arrive_rank<false>(&empty[prev], lane);
-    } else if (prev >= 0 && lane == 0) {
-      mbar_arrive(&empty[prev]);
-    }
+    if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
     prev = pos.stage;
     pos.advance();
   }
@@ -510,59 +489,6 @@ __device__ __forceinline__ void transform_kblock(uint8_t* gbox, const uint8_t* x
   }
 }
 
-// kShare: CTA `rank`'s slice of a k-block's A box (row groups [g0, g1) of the 16; the box as 128
-// rows of 128 bytes, dX rows = positions, dW rows = box (rr >> 6)'s token rr & 63) from its own g
-// and x̂ rows, stored into the same place of all 5 CTAs' box. kFast's arithmetic; rows past S are
-// stored as zeros (the other CTAs' rows there were never loaded). Thread t takes chunks t and
-// t + 128 of the slice: 8 threads a row, so a warp writes 512 contiguous bytes.
-template <bool kBulk>
-__device__ __forceinline__ void transform_slice(uint8_t* gbox, const uint8_t* xbox, const __nv_bfloat16* wtab16,
-                                                const float* rsm, int seq, int s_row0, int row_step, int head, int d0,
-                                                int col_step, int g0, int g1, int t) {
-  const int n = (g1 - g0) * 64;
-  const __nv_bfloat16* wt16 = wtab16 + (head < 4 ? 0 : kD) + d0;
-  uint4 g[2], x[2], w16[2];
-  float rs[2], mm[2];
-  int off[2];
-  bool in[2];
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    const int idx = t + 128 * k;
-    if (idx >= n) continue;
-    const int rr = 8 * g0 + (idx >> 3), pch = idx & 7;
-    const int bx = rr >> 6, r = rr & 63;
-    off[k] = rr * 128 + pch * 16;
-    g[k] = *reinterpret_cast<const uint4*>(gbox + off[k]);
-    x[k] = *reinterpret_cast<const uint4*>(xbox + off[k]);
-    w16[k] = *reinterpret_cast<const uint4*>(wt16 + bx * col_step + (pch ^ (r & 7)) * 8);
-    rs[k] = rsm[bx * row_step + r];
-    mm[k] = rsm[kBM + bx * row_step + r];
-    in[k] = s_row0 + bx * row_step + r < seq;
-  }
-#pragma unroll
-  for (int k = 0; k < 2; ++k) {
-    if (t + 128 * k >= n) continue;
-    uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (in[k]) {
-      float gf[8], xf[8], o[8];
-      unpack8(make_uint4(hfma2_bf16(g[k].x, w16[k].x, g[k].x), hfma2_bf16(g[k].y, w16[k].y, g[k].y),
-                         hfma2_bf16(g[k].z, w16[k].z, g[k].z), hfma2_bf16(g[k].w, w16[k].w, g[k].w)),
-              gf);
-      unpack8(x[k], xf);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o[e] = rs[k] * (gf[e] - mm[k] * xf[e]);
-      v = make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
-    }
-    if (kBulk) {
-      *reinterpret_cast<uint4*>(gbox + off[k]) = v;
-    } else {
-      const uint32_t a = smem_u32(gbox + off[k]);
-#pragma unroll
-      for (int c = 0; c < kShareCtas; ++c) st_dsmem_u4(map_rank(a, c), v);
-    }
-  }
-}
-
 // kConsumer: one 64×64 box in place by the 128 threads of the consumer warpgroup that reads it;
 // box rows from token s_row0, rstd/m of box row r at rsm[r] / rsm[kBM + r], w (bf16) of the
 // box's columns at wt16. Two rows per thread at a time (the accumulators stay live).
@@ -625,10 +551,7 @@ __device__ __forceinline__ __nv_bfloat16* dw_row(const Params& p, int r) {
 }
 
 template <int kVariant, bool kStamp = false>
-__global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVariant == kShareB ? kThreadsT2 : kVariant == kRS ? kThreadsRS : kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
-  constexpr bool kShr = kVariant == kShare || kVariant == kShareB;
-  constexpr bool kBulk = kVariant == kShareB;
-  constexpr bool kTwo = kVariant == kT2 || kShr;  // two transform warpgroups, setmaxnreg
+__global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS ? kThreadsRS : kThreads, 1) fused_gemm_kernel(const __grid_constant__ Maps maps, const Params p) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint8_t* stage_base = smem;
@@ -664,41 +587,11 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
   auto produce = [&](int kb, int stage) {
     const int head = kb_head(kb);
     const bool normed = head < 5 && kVariant != kNoX;
+    mbar_expect_tx(&full[stage], (normed ? kABytes + kXBytes : kABytes) + kBBytes);
     uint8_t* a = sa(stage);
     uint8_t* x = sx(stage);
     uint8_t* bt = sb(stage);
     uint64_t* bar = &full[stage];
-    if (kShr && normed) {  // this CTA's slice of g and x̂ (8-row boxes), B whole
-      const int g0 = share_g0(w.nt), g1 = share_g0(w.nt + 1);
-      mbar_expect_tx(&full[stage], 2 * (g1 - g0) * 1024 + kBBytes);
-      const CUtensorMap* gm = head < 4 ? &maps.gq8 : &maps.gk8;
-      const CUtensorMap* xm = head < 4 ? &maps.xq8 : &maps.xk8;
-      if (w.is_w) {
-        const int b = kb / p.nkbs;
-        const int s0 = (kb - b * p.nkbs) * kBK;
-        const int z = head < 4 ? b * 4 + head : b;
-        for (int g = g0; g < g1; ++g) {
-          const int d0 = (m0 + (g >> 3) * 64) & 255;
-          tma_load_3d(a + g * 1024, gm, bar, d0, s0 + (g & 7) * 8, z);
-          tma_load_3d(x + g * 1024, xm, bar, d0, s0 + (g & 7) * 8, z);
-        }
-#pragma unroll
-        for (int c = 0; c < 2; ++c) tma_load_3d(bt + c * kBoxBytes, &maps.x, bar, w.nt * kBN + c * 64, s0, b);
-      } else {
-        const int z = head < 4 ? xb * 4 + head : xb;
-        const int d0 = (kb & 3) * kBK;
-        for (int g = g0; g < g1; ++g) {
-          tma_load_3d(a + g * 1024, gm, bar, d0, xs0 + g * 8, z);
-          tma_load_3d(x + g * 1024, xm, bar, d0, xs0 + g * 8, z);
-        }
-        const CUtensorMap* wmap = kb < 16 ? &maps.wq : &maps.wk;
-        const int wrow = (kb < 16 ? kb : kb - 16) * kBK;
-#pragma unroll
-        for (int c = 0; c < 2; ++c) tma_load_2d(bt + c * kBoxBytes, wmap, bar, w.nt * kBN + c * 64, wrow);
-      }
-      return;
-    }
-    mbar_expect_tx(&full[stage], (normed ? kABytes + kXBytes : kABytes) + kBBytes);
     if (w.is_w) {
       const int b = kb / p.nkbs;
       const int s0 = (kb - b * p.nkbs) * kBK;
@@ -733,13 +626,11 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
-      // each transform thread / lane 0 of each transform warp (kShare: of all 5 CTAs)
-      mbar_init(&ready[s], kVariant == kConsumer ? 128 : kShr && !kBulk ? 4 * kShareCtas : 4);
-      mbar_init(&empty[s], kShr ? 8 * kShareCtas : 8);  // lane 0 of each consumer warp (kShare: of all 5 CTAs)
+      mbar_init(&ready[s], kVariant == kConsumer ? 128 : 4);  // each transform thread / lane 0 of each transform warp
+      mbar_init(&empty[s], 8);  // lane 0 of each consumer warp
     }
     fence_barrier_init();
   }
-  if (kShr) cluster_sync_all();  // every CTA's barriers initialised before any remote arrive
   // early_loads (10th session): the CTA barrier only publishes the mbarriers; the norm-weight
   // table's global loads wait behind a named barrier of the threads that read it, so the producer
   // starts at once (in call 1's timeline the first load left 1.0-2.0 µs after entry, behind those
@@ -760,7 +651,7 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
   else if (threadIdx.x >= 128) named_barrier_sync(7, blockDim.x - 128);
 
   if (warp < 4) {
-    if (kTwo) setmaxnreg_dec<48>();
+    if (kVariant == kT2) setmaxnreg_dec<48>();
     if (warp == 0 && lane == 0 && nkb > 0) {
       // ------------------------------------------------------------ TMA producer
       RingPos<kStages> pos;
@@ -773,20 +664,19 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
       }
     } else if (warp >= 1 && p.norm_parts > 0) {
       pdl_wait();
-      finalize_norm_weight<kTwo ? 1 : 4>(p, fin, threadIdx.x - 32);
+      finalize_norm_weight<kVariant == kT2 ? 1 : 4>(p, fin, threadIdx.x - 32);
     }
     if (w.grp_size > 1) {
       cluster_sync_all();
       cluster_sync_all();
     }
-    if (kShr) cluster_sync_all();  // no CTA leaves while another may still arrive on its barriers
     return;
   }
 
-  if (kVariant != kRS && warp < (kTwo ? 12 : 8)) {
+  if (kVariant != kRS && warp < (kVariant == kT2 ? 12 : 8)) {
     // -------------------------------------------------------------- transform warpgroup(s)
     const int t = (threadIdx.x - 128) & 127;
-    if (kTwo) {
+    if (kVariant == kT2) {
       setmaxnreg_inc<104>();
       const int tw = (threadIdx.x - 128) >> 7;  // this warpgroup takes local k-blocks tw, tw + 2, ...
       const int nown = nkb > tw ? (nkb - tw + 1) / 2 : 0;
@@ -826,37 +716,7 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
         issue(j + kPrefetch);
         mbar_wait(&full[stage], (i / kStages) & 1);
         if (t == 0) stamp<kStamp>(tl, i, kST1);
-        if (head < 5 && kShr) {
-          const float* rsm = ring + (j % kStages) * 2 * kBM;
-          const int g0 = share_g0(w.nt), g1 = share_g0(w.nt + 1);
-          if (w.is_w) {
-            const int b = kb / p.nkbs;
-            transform_slice<kBulk>(sa(stage), sx(stage), wtab16, rsm, p.seq, (kb - b * p.nkbs) * kBK, 0, head,
-                                   m0 & 255, 64, g0, g1, t);
-          } else {
-            transform_slice<kBulk>(sa(stage), sx(stage), wtab16, rsm, p.seq, xs0, 64, head, (kb & 3) * kBK, 0, g0, g1,
-                                   t);
-          }
-          if (kBulk) {  // the slice, whole, to the other 4 CTAs' box; their `ready` counts its bytes
-            fence_proxy_async_shared();
-            named_barrier_sync(tw ? 6 : 3, 128);
-            const uint32_t src = smem_u32(sa(stage) + g0 * 1024);
-            if (t == 0) {
-#pragma unroll
-              for (int c = 1; c < kShareCtas; ++c) {
-                const uint32_t r = (w.nt + c) % kShareCtas;
-                bulk_copy_to_rank(map_rank(src, r), src, (g1 - g0) * 1024, map_rank(smem_u32(&ready[stage]), r));
-              }
-              mbar_expect_tx(&ready[stage], kABytes - (g1 - g0) * 1024);  // the other 4 slices
-            } else if (lane == 0) {
-              mbar_arrive(&ready[stage]);
-            }
-          } else {
-            fence_proxy_async_cluster();
-            __syncwarp();
-            if (lane < kShareCtas) mbar_arrive_rank<true>(&ready[stage], lane);
-          }
-        } else if (head < 5) {
+        if (head < 5) {
           const float* rsm = ring + (j % kStages) * 2 * kBM;
           if (w.is_w) {
             const int b = kb / p.nkbs;
@@ -867,14 +727,8 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
           }
           fence_proxy_async_shared();
         }
-        if (kShr && head < 5) {
-        } else if (kShr) {  // V: this CTA's own whole box; its warps stand for all 5 CTAs' arrivals
-          __syncwarp();
-          if (lane == 0) mbar_arrive_n(&ready[stage], kBulk ? 1 : kShareCtas);
-        } else {
-          __syncwarp();
-          if (lane == 0) mbar_arrive(&ready[stage]);
-        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&ready[stage]);
         if (t == 0) stamp<kStamp>(tl, i, kST2);
       }
       cp_async_wait<0>();
@@ -1015,13 +869,12 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
       cluster_sync_all();
       cluster_sync_all();
     }
-    if (kShr) cluster_sync_all();
     return;
   }
 
   // ---------------------------------------------------------------- consumer warpgroups
-  if (kTwo) setmaxnreg_inc<112>();
-  constexpr int kConsumerBase = kTwo ? 384 : kVariant == kRS ? 128 : 256;
+  if (kVariant == kT2) setmaxnreg_inc<112>();
+  constexpr int kConsumerBase = kVariant == kT2 ? 384 : kVariant == kRS ? 128 : 256;
   const int wg = (threadIdx.x - kConsumerBase) >> 7;  // 0 or 1
   const int ctid = threadIdx.x - kConsumerBase;       // 0..255
   float acc[64];
@@ -1191,8 +1044,8 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
     }
     cp_async_wait<0>();
   } else if (nkb > 0) {
-    if (w.is_w) mainloop<1, kStamp, kShr, kShr && !kBulk>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
-    else mainloop<0, kStamp, kShr, kShr && !kBulk>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
+    if (w.is_w) mainloop<1, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
+    else mainloop<0, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
   } else {
 #pragma unroll
     for (int j = 0; j < 64; ++j) acc[j] = 0.f;
@@ -1229,7 +1082,6 @@ __global__ void __launch_bounds__(kVariant == kT2 || kVariant == kShare || kVari
       }
     }
     if (ctid == 0) stamp_head<kStamp>(tl, 6, false), stamp_head<kStamp>(tl, 7, true);
-    if (kShr) cluster_sync_all();
     return;
   }
   if (w.valid) {
@@ -1299,11 +1151,9 @@ struct TableRow {
 constexpr TableRow kPlanTable[] = {
     {384, 4, 1, 4, 1}, {768, 2, 1, 2, 1}, {1792, 1, 1, 1, 1}, {3072, 2, 2, 1, 1}, {9216, 1, 1, 1, 0}, {1 << 30, 2, 2, 1, 0},
 };
-// cluster 5 = kShare's plan: the 5 column tiles of a row block, no split-K
 bool valid_forced(const int* f) {
   if (f == nullptr || f[0] == 0) return true;
   auto pow2 = [](int v) { return v == 1 || v == 2 || v == 4 || v == 8; };
-  if (f[0] == kShareCtas) return f[1] == 1 && f[2] == 1 && (f[3] == 0 || f[3] == 1);
   return pow2(f[0]) && pow2(f[1]) && pow2(f[2]) && f[1] <= f[0] && f[2] <= f[0] && (f[3] == 0 || f[3] == 1);
 }
 
@@ -1317,13 +1167,13 @@ Plan make_plan(int batch, int seq, int num_sms, const int* f) {
 
 PFN_cuTensorMapEncodeTiled_v12000 encode() { return encode_fn(); }
 
-// 3-D bf16 [d2, d1, d0] row-major (d0 contiguous), boxes 64×rows×1, 128-byte swizzle, zero fill.
-bool make_map_3d(CUtensorMap* map, const void* ptr, int64_t d2, int64_t d1, int64_t d0, uint32_t rows = 64) {
+// 3-D bf16 [d2, d1, d0] row-major (d0 contiguous), boxes 64×64×1, 128-byte swizzle, zero fill.
+bool make_map_3d(CUtensorMap* map, const void* ptr, int64_t d2, int64_t d1, int64_t d0) {
   auto fn = encode();
   if (!fn) return false;
   cuuint64_t dims[3] = {static_cast<cuuint64_t>(d0), static_cast<cuuint64_t>(d1), static_cast<cuuint64_t>(d2)};
   cuuint64_t strides[2] = {static_cast<cuuint64_t>(d0 * 2), static_cast<cuuint64_t>(d0 * d1 * 2)};
-  cuuint32_t box[3] = {64, rows, 1};
+  cuuint32_t box[3] = {64, 64, 1};
   cuuint32_t estr[3] = {1, 1, 1};
   return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(ptr), dims, strides, box, estr,
             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -1355,7 +1205,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
 // 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag;
-// bit 7 Params::early_loads; bit 8 kRS, bit 9 kShare, bit 10 kShareB (both with the forced plan c5-w1-x1[-xf] only); bits 1-3 then ignored)
+// bit 7 Params::early_loads; bit 8 kRS, bits 1-3 then ignored)
 // [29 timeline [grid][kTlWords] u64 or 0: the stamped build, t2, rs, diag-notransform and diag-nox only;
 // in rs the "transform" stamps are consumer warpgroup 0's ring barrier, `full` wait and fragment build]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
@@ -1378,9 +1228,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
             make_map_3d(&m.dx, ptr(13), batch, seq, kHidden) && make_map(&m.wq, ptr(4), 1024, kHidden, kHidden) &&
             make_map(&m.wk, ptr(5), 256, kHidden, kHidden) && make_map(&m.wv, ptr(6), 256, kHidden, kHidden) &&
             make_map(&m.dwq, ptr(14), 1024, kHidden, kHidden) && make_map(&m.dwk, ptr(15), 256, kHidden, kHidden) &&
-            make_map(&m.dwv, ptr(16), 256, kHidden, kHidden) && make_map_3d(&m.gq8, ptr(0), 4LL * batch, seq, kD, 8) &&
-            make_map_3d(&m.xq8, ptr(11), 4LL * batch, seq, kD, 8) && make_map_3d(&m.gk8, ptr(1), batch, seq, kD, 8) &&
-            make_map_3d(&m.xk8, ptr(12), batch, seq, kD, 8);
+            make_map(&m.dwv, ptr(16), 256, kHidden, kHidden);
   if (!ok) return kErrTensorMap;
 
   StatsArgs s;
@@ -1431,14 +1279,11 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.early_loads = (flags >> 7) & 1;
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
-  const int variant = (flags >> 10) & 1 ? kShareB : (flags >> 9) & 1 ? kShare : (flags >> 8) & 1 ? kRS : (flags >> 1) & 7;
-  if ((variant == kShare || variant == kShareB) != (pl.cl == kShareCtas)) return kErrArguments;  // kShare runs its own plan only
+  const int variant = (flags >> 8) & 1 ? kRS : (flags >> 1) & 7;
   // a timeline (lab only) runs the stamped build of t2 or of a skeleton (kNoTransform, kNoX)
   const bool stamped = p.timeline != nullptr;
-  if (stamped && variant != kT2 && variant != kNoX && variant != kNoTransform && variant != kRS && variant != kShareB)
-    return kErrArguments;
+  if (stamped && variant != kT2 && variant != kNoX && variant != kNoTransform && variant != kRS) return kErrArguments;
   auto kfn = stamped ? (variant == kT2 ? fused_gemm_kernel<kT2, true> : variant == kRS ? fused_gemm_kernel<kRS, true>
-                        : variant == kShareB ? fused_gemm_kernel<kShareB, true>
                         : variant == kNoX ? fused_gemm_kernel<kNoX, true> : fused_gemm_kernel<kNoTransform, true>)
              : variant == kV1            ? fused_gemm_kernel<kV1>
               : variant == kNoTransform ? fused_gemm_kernel<kNoTransform>
@@ -1448,8 +1293,6 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
               : variant == kConsumer    ? fused_gemm_kernel<kConsumer>
               : variant == kT2          ? fused_gemm_kernel<kT2>
               : variant == kRS          ? fused_gemm_kernel<kRS>
-              : variant == kShare       ? fused_gemm_kernel<kShare>
-              : variant == kShareB      ? fused_gemm_kernel<kShareB>
                                         : fused_gemm_kernel<kFast>;
   const void* kernel = reinterpret_cast<const void*>(kfn);
   const int smem_bytes = kSmemBytes;
@@ -1457,7 +1300,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   if (err != cudaSuccess) return err;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(pl.grid);
-  cfg.blockDim = dim3(variant == kT2 || variant == kShare || variant == kShareB ? kThreadsT2 : variant == kRS ? kThreadsRS : kThreads);
+  cfg.blockDim = dim3(variant == kT2 ? kThreadsT2 : variant == kRS ? kThreadsRS : kThreads);
   cfg.dynamicSmemBytes = smem_bytes;
   cfg.stream = stream;
   cudaLaunchAttribute attr[2];
