@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,12 @@ class Stack:
     database: EmbeddedServer | None = None
     subgraph_urls: dict[str, str] = field(default_factory=dict)  # name -> internal URL
     web_port: int = 0
+    # What the start-up waits ask with: one client (httpx.get makes a client, and an SSL context,
+    # per call: ~20 ms of CPU every 50 ms while the parts start on two cores).
+    _probe: httpx.Client = field(default_factory=lambda: httpx.Client(timeout=5, trust_env=False), repr=False)
+    # A child may be spawned from GatewayAhead's thread: never after stop() began.
+    spawn_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    stopping: bool = False
 
     # ------------------------------------------------------------ start
 
@@ -121,8 +128,11 @@ class Stack:
             gateway = gateway_packages()
             web_packages()
             self._start_parts(gateway, held)
-        self._wait_http("the web process", f"http://{LOOPBACK}:{self.web_port}/static/site.css")
-        self._wait_http("Hive Gateway", f"http://{self.internal_host}:{self.port}/readiness")
+        try:
+            self._wait_http("the web process", f"http://{LOOPBACK}:{self.web_port}/static/site.css")
+            self._wait_http("Hive Gateway", f"http://{self.internal_host}:{self.port}/readiness")
+        finally:
+            self._probe.close()
 
     def _spawn_gateway(self, gateway: node_packages.Tree, supergraph: Path, env: dict[str, str]) -> None:
         self._spawn(
@@ -173,10 +183,10 @@ class Stack:
         `last_composition`) starts them and Hive Gateway, on that composition with today's URLs,
         before the bundled data is checked, so their start-ups overlap it and each other; if the
         subgraphs' SDLs turn out to differ (new code), the gateway is started again on the new
-        composition. A first start imports the data before anything else starts (its import is
-        not slowed down by starting processes, nor their event streams by its events). Hive
-        Gateway needs no database: on a restart it starts first, beside the database (its start is
-        the longest, ~4.5 s on 2 cores)."""
+        composition. A first start imports the data before the subgraphs start (their event
+        streams would carry every event of the import) and meanwhile composes and starts Hive
+        Gateway (GatewayAhead). Hive Gateway needs no database: on a restart it starts first,
+        beside the database (its start is the longest, ~4.5 s on 2 cores)."""
         # A second serve on this home is refused before anything of the home is touched (the
         # supergraph file is the running gateway's): on the embedded database by its address file
         # (recover_stale_address), on MONGODB_URI by the stack file.
@@ -199,6 +209,12 @@ class Stack:
             write_supergraph(supergraph, with_urls(guess[1], self.subgraph_urls))
             held.close()  # every other port is taken: Hive Gateway binds its own now
             self._spawn_gateway(gateway, supergraph, env)
+        # A first start composes, and starts Hive Gateway, while the data loads (the import leaves
+        # a core idle most of its time): from the subgraphs' SDLs built in a child process, since
+        # the subgraphs start after the import; the check below still compares what they serve.
+        ahead = None
+        if guess is None and self.load_data:
+            ahead = GatewayAhead(self, gateway, cache, supergraph, dict(env), held)
         env["MONGODB_URI"] = self._start_database()
         if guess is not None:
             say("starting the registry and benchmarks subgraphs and the web process ...")
@@ -207,7 +223,10 @@ class Stack:
             from server.bootstrap import BUNDLED_DATA, bootstrap
 
             asyncio.run(bootstrap(env["MONGODB_URI"], self.settings, BUNDLED_DATA, say=say))
-        if guess is None:
+        if ahead is not None and (guess := ahead.started()) is not None:
+            say("starting the registry and benchmarks subgraphs and the web process ...")
+            self._spawn_children(sockets, env)
+        elif guess is None:
             say("starting the registry and benchmarks subgraphs and composing the supergraph ...")
             self._spawn_children(sockets, env)
         urls = self.subgraph_urls
@@ -276,8 +295,11 @@ class Stack:
         return uri
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...] = ()) -> None:
-        process = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, start_new_session=True, preexec_fn=_die_with_parent, pass_fds=pass_fds)
-        self.children.append(Child(name, process))
+        with self.spawn_lock:
+            if self.stopping:
+                raise Stop
+            process = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, start_new_session=True, preexec_fn=_die_with_parent, pass_fds=pass_fds)
+            self.children.append(Child(name, process))
 
     def _wait(self, what: str, ready) -> object:
         deadline = time.monotonic() + self.start_timeout
@@ -289,18 +311,18 @@ class Stack:
                     return result
             except httpx.HTTPError:
                 pass
-            time.sleep(0.2)
+            time.sleep(0.05)  # a refused connection costs little; each wait here delays the ready line
         raise StackError(f"{what} did not start within {self.start_timeout:g} s")
 
     def _wait_for_sdl(self, name: str, url: str) -> str:
         def ready():
-            body = httpx.post(url, json={"query": "{ _service { sdl } }"}, timeout=5).json()
+            body = self._probe.post(url, json={"query": "{ _service { sdl } }"}).json()
             return body["data"]["_service"]["sdl"]
 
         return self._wait(f"the {name} subgraph", ready)
 
     def _wait_http(self, what: str, url: str) -> None:
-        self._wait(what, lambda: True if httpx.get(url, timeout=5).status_code == 200 else None)
+        self._wait(what, lambda: True if self._probe.get(url).status_code == 200 else None)
 
     # ------------------------------------------------------------ run and stop
 
@@ -322,6 +344,8 @@ class Stack:
             time.sleep(0.3)
 
     def stop(self) -> None:
+        with self.spawn_lock:
+            self.stopping = True
         # The gateway first (no new requests), then the web process, then the subgraphs.
         for child in reversed(self.children):
             if child.process.poll() is None:
@@ -335,8 +359,10 @@ class Stack:
 
 
 def say(line: str) -> None:
-    """One line of the stack's progress on stderr (flushed: a log or a pipe sees it at once)."""
-    print(line, file=sys.stderr, flush=True)
+    """One line of the stack's progress on stderr (flushed: a log or a pipe sees it at once), in
+    one write: GatewayAhead's thread says its line while the import says its own."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def bound_socket(host: str, port: int, reuse_port: bool = False) -> socket.socket:
@@ -376,6 +402,60 @@ def web_packages() -> node_packages.Tree:
 
 def _placeholder_url(name: str) -> str:
     return f"http://{name}.subgraph.invalid/graphql"
+
+
+class GatewayAhead:
+    """A first start's supergraph and Hive Gateway, made while the bundled data loads: the
+    subgraphs' composition by `kernelindex supergraph --cache` (their SDLs built in that child
+    process, niced: it shares the machine with the import), then Hive Gateway on it, from a thread
+    (the import holds the main one). `started()` is the composition the gateway runs, or None
+    when it could not be made (the stack then composes as the subgraphs answer)."""
+
+    def __init__(self, stack: Stack, gateway: node_packages.Tree, cache: Path, supergraph: Path, env: dict[str, str], held: socket.socket):
+        self.stack, self.gateway, self.cache, self.supergraph, self.env, self.held = stack, gateway, cache, supergraph, env, held
+        self.composition: tuple[str, str] | None = None
+        self.decided = threading.Event()
+        self.composer = subprocess.Popen(
+            [sys.executable, "-m", "cli", "supergraph", "--cache", str(cache)],
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=_niced_child,
+        )
+        self.thread = threading.Thread(target=self._run, name="gateway-ahead", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            if self.composer.wait(timeout=self.stack.start_timeout) != 0 or (composition := last_composition(self.cache)) is None:
+                return
+            say("starting Hive Gateway on the composition made while the data loads ...")
+            write_supergraph(self.supergraph, with_urls(composition[1], self.stack.subgraph_urls))
+            self.held.close()  # every other port is taken: Hive Gateway binds its own now
+            self.stack._spawn_gateway(self.gateway, self.supergraph, self.env)
+        except subprocess.TimeoutExpired:
+            self.composer.kill()
+        except (Stop, StackError, OSError):
+            pass  # stopping; or the main thread composes as the subgraphs answer, and says why it fails
+        else:
+            self.composition = composition
+        finally:
+            self.decided.set()
+        if self.composition is not None:
+            # The kernel sends a child its parent-death signal (_die_with_parent) when the THREAD
+            # that spawned it ends: this one lives as long as the process (a daemon), so Hive
+            # Gateway does too.
+            threading.Event().wait()
+
+    def started(self) -> tuple[str, str] | None:
+        self.decided.wait()
+        return self.composition
+
+
+def _niced_child() -> None:
+    _die_with_parent()
+    os.nice(10)
 
 
 LAST = "last"  # HOME/supergraphs/last: the key of the composition the last start used

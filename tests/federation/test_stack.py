@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from gateway.stack import READY
 from server.settings import Settings
 from tests import factories
 from tests.serving import ServedStack as Stack
@@ -105,6 +106,11 @@ def test_start_up_says_what_it_does_and_where_it_answers_in_a_clean_log(stack):
     out = stack.output()
     for step in ("SOL-ExecBench snapshot", "controlled runs", "verified reruns"):
         assert re.search(rf"bundled data \d/\d: the {step}: .* \(\d+\.\d s\)", out), step
+    # A first start composes and starts Hive Gateway while the data loads, not after the subgraphs
+    # answer (gateway/stack.py GatewayAhead); the subgraphs' SDLs matched that composition.
+    ahead = out.index("starting Hive Gateway on the composition made while the data loads")
+    assert ahead < out.index("starting the registry and benchmarks subgraphs and the web process"), out
+    assert "composing the supergraph" not in out and "schema changed" not in out, out
     assert f"  web pages  http://127.0.0.1:{stack.port}/\n" in out
     assert f"  GraphQL    http://127.0.0.1:{stack.port}/graphql" in out
     assert "\x1b[" not in out and "Warning" not in out and "WARN" not in out, out
@@ -228,6 +234,27 @@ def test_sigterm_stops_every_process(tmp_path):
     time.sleep(0.5)
     assert [pid for pid in children if Path(f"/proc/{pid}").exists() and _cmdline(pid)] == []
     assert not (tmp_path / "home" / "db.json").exists()
+
+
+def test_sigterm_while_the_data_loads_stops_the_gateway_started_beside_it(tmp_path):
+    """A first start's Hive Gateway runs while the catalog imports (spawned from GatewayAhead's
+    thread): a stop then ends it, the database and the composer too, and nothing is left."""
+    started = Stack(tmp_path / "home")
+    deadline = time.monotonic() + 120
+    while "starting Hive Gateway on the composition made while the data loads" not in started.output():
+        assert time.monotonic() < deadline and started.process.poll() is None, started.output()
+        time.sleep(0.1)
+    gateway = []
+    while not gateway and time.monotonic() < deadline:
+        children = _children(started.process.pid)
+        gateway = [pid for pid in children if "hive-gateway" in _cmdline(pid)]
+        time.sleep(0.1)
+    assert gateway, started.output()
+    out = started.stop()
+    assert "the KernelIndex catalog export:" not in out and READY not in out, out  # stopped during the import
+    assert started.process.returncode == 0 and "Traceback" not in out, out
+    time.sleep(0.5)
+    assert [pid for pid in children if Path(f"/proc/{pid}").exists() and _cmdline(pid)] == []
 
 
 def test_a_restart_starts_the_gateway_on_the_last_composition_and_mends_a_stale_one(tmp_path):
