@@ -34,8 +34,9 @@ error masking on) in-process with httpx.ASGITransport + asgi_lifespan.LifespanMa
 over HTTP keep-alive. Every GraphQL answer is checked against the raw fetch once before timing.
 Prints p50/p99 latency, requests/s (sequential: 1 / mean latency) and the GraphQL/raw ratio of the
 p50s against the targets (a) ≤ 2×, (b) ≤ 3×; then database commands per request, the cost of
-graphql-core's parse + validate of each query text, and the garbage collection this process did
-inside the in-process requests.
+graphql-core's parse + validate of each query text and of its execution alone over each answer
+(`executor_floor_ms`: the part of GraphQL − raw that lies in graphql-core walking the fields),
+and the garbage collection this process did inside the in-process requests.
 
 --profile runs that scenario's in-process GraphQL loop once more under cProfile and prints the
 request stages (parse, validate, execute), our resolvers and the functions with most own time.
@@ -366,6 +367,24 @@ def parse_validate_ms(schema, query: str, repeat: int = 30) -> float:
     return percentile(samples, 50) * 1000
 
 
+def executor_floor_ms(schema, query: str, variables: dict[str, Any], data: dict[str, Any], repeat: int = 30) -> float:
+    """graphql-core's execution of this document over its own answer (median): the schema's SDL
+    rebuilt without resolvers, so every field is a dict or attribute lookup, the answer as the root
+    value. No database, no strawberry, no HTTP: what graphql-core itself costs to walk this answer's
+    fields, which no resolver or data layer change can remove."""
+    from graphql import build_schema as schema_from_sdl
+    from graphql import execute, parse, print_schema
+
+    plain, document = schema_from_sdl(print_schema(schema._schema)), parse(query)
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = execute(plain, document, root_value=data, variable_values=variables)
+        samples.append(time.perf_counter() - started)
+        assert not result.errors and result.data == data, result.errors
+    return percentile(samples, 50) * 1000
+
+
 async def count_commands(counter: CommandCounter, call: Awaitable[Any]) -> list[str]:
     counter.names, counter.active = [], True
     try:
@@ -414,6 +433,7 @@ class Scenario:
     trips: tuple[list[str], list[str]] = ([], [])
     response_bytes: int = 0
     parse_validate_ms: float = 0.0
+    executor_floor_ms: float = 0.0
 
 
 def scenarios(db, args: argparse.Namespace, picks: list[str], definition_digest: str) -> list[Scenario]:
@@ -492,6 +512,8 @@ async def bench(uri: str, database: str, args: argparse.Namespace, console: Cons
                 body = {"query": case.query, "variables": case.variables(1)}
                 case.response_bytes = len((await in_process.post("/graphql", json=body)).content)
                 case.parse_validate_ms = parse_validate_ms(schema, case.query)
+                answer = await graphql(in_process, case.query, case.variables(1))
+                case.executor_floor_ms = executor_floor_ms(schema, case.query, case.variables(1), answer)
 
             rows = []
             for transport, http in transports:
@@ -562,7 +584,8 @@ def report(console: Console, args: argparse.Namespace, rows, cases: list[Scenari
         console.print(
             f"{case.label}: database commands per request GraphQL {len(case.trips[0])}, raw {len(case.trips[1])}; "
             f"response {case.response_bytes:,} bytes; graphql-core parse + validate of the query text "
-            f"{case.parse_validate_ms:.2f} ms"
+            f"{case.parse_validate_ms:.2f} ms; graphql-core's execution alone over the answer (no resolvers, "
+            f"no database) {case.executor_floor_ms:.2f} ms"
         )
     if args.verbose:
         for case in cases:
