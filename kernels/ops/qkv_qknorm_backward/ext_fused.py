@@ -19,8 +19,7 @@ k-blocks, 640 threads, setmaxnreg), "t2-early" (t2 whose producer starts before 
 table has loaded: that table behind a named barrier of its readers, 10th session), "rs" (10th
 session: no transform warpgroup, G never in shared memory — each consumer warpgroup builds its wgmma
 A fragments in registers from the g and x̂ boxes and the k-block's rstd/m, 384 threads; "rs-early"
-likewise), "t2-rel0" (11th session: t2 whose consumers release each stage as soon as its own wgmma
-completed, not after the next k-block's; "diag-nox-rel0" the skeleton likewise) and "diag-notransform"
+likewise) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
 q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
 "diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
@@ -74,14 +73,12 @@ def load(verbose: bool = False):
 
 
 # flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32, kConsumer, kT2), 4-6 (kFastDiag's parts
-# left out), 7 (Params::early_loads), 8 (kRS: registers-fed A, no transform warpgroup) and 9 (Params::release_now)
+# left out), 7 (Params::early_loads) and 8 (kRS: registers-fed A, no transform warpgroup)
 EARLY = 1 << 6
 RS = 1 << 7
-RELEASE_NOW = 1 << 8
 VARIANTS = {"": 7, "t2": 7, "t1": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
             "diag-nosmem": 4 | 4 << 3, "t2-early": 7 | EARLY, "diag-nox-early": 3 | EARLY,
-            "diag-notransform-early": 2 | EARLY, "rs": RS, "rs-early": RS | EARLY,
-            "t2-rel0": 7 | RELEASE_NOW, "diag-nox-rel0": 3 | RELEASE_NOW}
+            "diag-notransform-early": 2 | EARLY, "rs": RS, "rs-early": RS | EARLY}
 
 
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:

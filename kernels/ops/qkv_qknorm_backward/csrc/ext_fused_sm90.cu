@@ -264,7 +264,6 @@ struct Params {
   int cl, sw, sx, nwt, nxt, ncw, ncx, x_first;
   int diag;                // kFastDiag only: bit 0 no arithmetic, 1 no proxy fence, 2 no shared loads/stores
   int early_loads;         // the norm-weight table behind a named barrier, not the CTA barrier
-  int release_now;         // consumers release a stage once its own wgmma completed (11th session)
   unsigned long long* timeline;
 };
 
@@ -311,14 +310,10 @@ __device__ __forceinline__ void mma_kblock(float (&acc)[64], uint32_t a_base, ui
 }
 
 // The consumers' mainloop over k-blocks [kb0, kb1): wait for the transformed stage, wgmma, release
-// the previous stage (at most one wgmma group in flight). release_now: wait for this k-block's
-// wgmma and release its stage at once (no wgmma in flight across k-blocks), so that a stage is not
-// also held until the next k-block's `ready` (11th session: the ring's period is a stage's
-// lifetime over its 4 stages).
+// the previous stage (at most one wgmma group in flight).
 template <int TA, bool kStamp, class StageA, class StageB>
 __device__ __forceinline__ void mainloop(float (&acc)[64], int kb0, int kb1, uint64_t* ready, uint64_t* empty, int wg,
-                                         int lane, StageA sa, StageB sb, unsigned long long* tl, bool stamper,
-                                         bool release_now) {
+                                         int lane, StageA sa, StageB sb, unsigned long long* tl, bool stamper) {
   RingPos<kStages> pos;
   int prev = -1;
   for (int kb = kb0; kb < kb1; ++kb) {
@@ -328,20 +323,14 @@ __device__ __forceinline__ void mainloop(float (&acc)[64], int kb0, int kb1, uin
     wgmma_fence();
     mma_kblock<TA>(acc, smem_u32(sa(pos.stage)) + wg * kBoxBytes, smem_u32(sb(pos.stage)), kb == kb0);
     wgmma_commit();
-    if (release_now) {
-      wgmma_wait<0>();
-      if (stamper) stamp<kStamp>(tl, kb - kb0, kSC2);
-      if (lane == 0) mbar_arrive(&empty[pos.stage]);
-    } else {
-      wgmma_wait<1>();
-      if (stamper) stamp<kStamp>(tl, kb - kb0 - 1, kSC2);
-      if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-    }
+    wgmma_wait<1>();
+    if (stamper) stamp<kStamp>(tl, kb - kb0 - 1, kSC2);
+    if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
     prev = pos.stage;
     pos.advance();
   }
   wgmma_wait<0>();
-  if (stamper && !release_now) stamp<kStamp>(tl, kb1 - kb0 - 1, kSC2);
+  if (stamper) stamp<kStamp>(tl, kb1 - kb0 - 1, kSC2);
 }
 
 // grad_{q,k}_norm_weight from the stats kernel's partials (cluster_gemm_sm90.cu's finalize); kT2
@@ -1055,8 +1044,8 @@ __global__ void __launch_bounds__(kVariant == kT2 ? kThreadsT2 : kVariant == kRS
     }
     cp_async_wait<0>();
   } else if (nkb > 0) {
-    if (w.is_w) mainloop<1, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0, p.release_now);
-    else mainloop<0, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0, p.release_now);
+    if (w.is_w) mainloop<1, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
+    else mainloop<0, kStamp>(acc, w.kb0, w.kb1, ready, empty, wg, lane, sa, sb, tl, ctid == 0);
   } else {
 #pragma unroll
     for (int j = 0; j < 64; ++j) acc[j] = 0.f;
@@ -1216,7 +1205,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
 // 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag;
-// bit 7 Params::early_loads; bit 8 kRS, bits 1-3 then ignored; bit 9 Params::release_now)
+// bit 7 Params::early_loads; bit 8 kRS, bits 1-3 then ignored)
 // [29 timeline [grid][kTlWords] u64 or 0: the stamped build, t2, rs, diag-notransform and diag-nox only;
 // in rs the "transform" stamps are consumer warpgroup 0's ring barrier, `full` wait and fragment build]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
@@ -1288,7 +1277,6 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.x_first = pl.x_first;
   p.diag = (flags >> 4) & 7;
   p.early_loads = (flags >> 7) & 1;
-  p.release_now = (flags >> 9) & 1;
   p.timeline = n > 29 ? reinterpret_cast<unsigned long long*>(a[29]) : nullptr;
 
   const int variant = (flags >> 8) & 1 ? kRS : (flags >> 1) & 7;
