@@ -26,9 +26,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
+from gateway.stack import READY
 from store.embedded import free_port
 from tests.command import KERNELINDEX
 
@@ -186,11 +186,11 @@ def served(tmp_path_factory):
         while True:
             assert proc.poll() is None, log_path.read_text()[-3000:]
             assert time.monotonic() < deadline, "serve did not answer in 300 s"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except (OSError, httpx.HTTPError):
-                pass
+            # Ready when it says so, as a reader waits: Hive Gateway answers /healthz while the
+            # bundled data still loads (it starts beside the import), before the stack file the
+            # commands find the stack by is written.
+            if READY in log_path.read_text():
+                break
             time.sleep(0.5)
         yield env, tmp_path_factory.mktemp("reader"), f"http://127.0.0.1:{port}"
     finally:
