@@ -25,6 +25,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from registry.controlled_format import run_level_metrics
+from store import run_rows
 from store.chunks import chunked
 from store.group_members import current_members
 from store.transactions import in_transaction
@@ -56,10 +57,10 @@ ROW_PROJECTION = {path: 1 for path in ROW_FIELDS}
 # What ranking needs of the members besides, and the catalog flag (store/groups.py and
 # store/catalog.py read members with both).
 RANKING_FIELDS = {"rankValue": 1, "rankNoise": 1, "provenance.export.sha256": 1}
-MEMBER_PROJECTION = ROW_PROJECTION | RANKING_FIELDS
+MEMBER_PROJECTION = ROW_PROJECTION | RANKING_FIELDS | run_rows.REFERENCE_PROJECTION
 # The rows' shape: a database whose leaderboards have an older one gets them rebuilt on start
-# (backfill). 2: per-case metrics left out.
-ROW_SHAPE = 2
+# (backfill). 2: per-case metrics left out. 3: each row also in run_rows (store/run_rows.py).
+ROW_SHAPE = 3
 # A row is about 0.5-1 kB: past this many the document would be slower to read than a page of
 # runs (and nearer MongoDB's 16 MB limit); such a group keeps its head only.
 MAX_ROWS = 5_000
@@ -86,25 +87,29 @@ def row_of(run: Doc) -> Doc:
 
 def leaderboard(key: str, members: Iterable[Doc]) -> Doc:
     """The leaderboard of group `key` from its current runs (with their final rank, rankOrder and
-    seq; superseded ones are left out here): {"_id", "rows", "head"}."""
+    seq; superseded ones are left out here): {"_id", "rows", "head", "listed"} ("listed": each
+    row as store/run_rows.py keeps it; none past MAX_ROWS)."""
     current = sorted((m for m in members if m.get("current", True)), key=lambda m: (m["rankOrder"], m["seq"]))
     rows = [row_of(m) for m in current]
+    kept = len(rows) <= MAX_ROWS
     firsts = [r for r in rows if r.get("rank") == 1]  # tied at 1: the first by id, as registry.ranking.leader
     head = {
         "catalogRuns": sum(1 for m in current if m.get("provenance")),
         "leader": min(firsts, key=lambda r: r["_id"]) if firsts else None,
         "shape": ROW_SHAPE,
     }
-    return {"_id": key, "rows": rows if len(rows) <= MAX_ROWS else None, "head": head}
+    listed = [run_rows.listed_row(m, row) for m, row in zip(current, rows)] if kept else []
+    return {"_id": key, "rows": rows if kept else None, "head": head, "listed": listed}
 
 
 async def write(db: AsyncDatabase, boards: list[Doc], session: AsyncClientSession | None) -> None:
-    """Store leaderboards' rows (each replaces the one before), inside the caller's transaction;
-    the caller sets each head (`board["head"]`) on its group in the same update as the group's
-    size and #1."""
+    """Store leaderboards' rows (each replaces the one before) and their runs' rows
+    (store/run_rows.py), inside the caller's transaction; the caller sets each head
+    (`board["head"]`) on its group in the same update as the group's size and #1."""
     if boards:
         rows = [ReplaceOne({"_id": b["_id"]}, {"_id": b["_id"], "rows": b["rows"]}, upsert=True) for b in boards]
         await db[COLLECTION].bulk_write(rows, ordered=False, session=session)
+        await run_rows.write(db, {b["_id"]: b["listed"] for b in boards}, session)
 
 
 async def rebuild(db: AsyncDatabase, keys: Iterable[str], session: AsyncClientSession | None) -> None:

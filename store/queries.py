@@ -12,7 +12,7 @@ from typing import Any
 
 from pymongo.asynchronous.database import AsyncDatabase
 
-from store import definitions_stored, events
+from store import definitions_stored, events, run_rows
 from store.leaderboards import ROW_FIELDS
 
 Doc = dict[str, Any]
@@ -43,10 +43,18 @@ LISTED_FIELDS = {path: 1 for path in ROW_FIELDS} | {
 
 
 async def runs_page(
-    db: AsyncDatabase, *, query: dict[str, Any], first: int, after_seq: int | None, projection: dict[str, int] | None = None
+    db: AsyncDatabase,
+    *,
+    query: dict[str, Any],
+    first: int,
+    after_seq: int | None,
+    projection: dict[str, int] | None = None,
+    rows: bool = False,
 ) -> tuple[list[Doc], bool]:
     """Newest first. Returns (page, has_next_page): whole run documents, or with `projection`
-    (e.g. LISTED_FIELDS) only those fields (and those the paging reads).
+    (e.g. LISTED_FIELDS) only those fields (and those the paging reads). With `rows` (the caller
+    asks nothing a run's row leaves out: store/run_rows.py) the plain list gives each run's row
+    where it has one.
 
     Runs are read in windows of `seq` (the event sequence, dense across runs and events) that
     grow geometrically, each one an index range: SecantusDB otherwise sorts every matching
@@ -81,7 +89,7 @@ async def runs_page(
         if sent:
             found = await db.runs.find({**sent, "seq": {"$gte": lower, "$lt": upper}}, fields).sort("seq", -1).limit(need).to_list()
         else:
-            found = await _published_runs(db, lower, upper, need)
+            found = await _published_runs(db, lower, upper, need, rows)
         docs += [d for d in found if all(d.get(k) == v for k, v in checked.items())]
         if len(found) == need:  # the window may hold more (superseded ones were left out): go on below the last
             upper = found[-1]["seq"]
@@ -98,20 +106,24 @@ async def runs_page(
     return docs[:first], len(docs) > first
 
 
-async def _published_runs(db: AsyncDatabase, lower: int, upper: int, need: int) -> list[Doc]:
+async def _published_runs(db: AsyncDatabase, lower: int, upper: int, need: int, rows: bool) -> list[Doc]:
     """The newest `need` runs published with a seq in [lower, upper), newest first, found by their
     `run.published` events (a run and its event share a seq; both are written in one transaction).
     SecantusDB fetches every document of a range before a limit applies: a range of events (~0.3
     kB each) instead of runs (ours carry every per-case sample, ~42 kB) costs little, and only the
-    runs the page needs are read, by `_id`, whole: SecantusDB projects a document slower than it
-    sends it (11 of our runs: 15.7 ms whole, 26.9 ms with LISTED_FIELDS)."""
+    runs the page needs are read, by `_id`: with `rows`, their rows (store/run_rows.py), the rest
+    whole (SecantusDB projects a document slower than it sends it: 11 of our runs, 15.7 ms whole,
+    26.9 ms with LISTED_FIELDS)."""
     window = db.events.find({"seq": {"$gte": lower, "$lt": upper}}, {"_id": 0, "seq": 1, "type": 1, "runDigest": 1})
     found = await window.batch_size(upper - lower + 1).to_list()  # one round trip: a seq is unique
     published = sorted((e for e in found if e["type"] == "run.published"), key=lambda e: e["seq"], reverse=True)[:need]
     if not published:
         return []
-    runs = {d["_id"]: d for d in await db.runs.find({"_id": {"$in": [e["runDigest"] for e in published]}}).to_list()}
-    return [runs[e["runDigest"]] for e in published if e["runDigest"] in runs]
+    digests = [e["runDigest"] for e in published]
+    runs = await run_rows.rows_of(db, digests) if rows else {}
+    if missing := [d for d in digests if d not in runs]:
+        runs |= {d["_id"]: d for d in await db.runs.find({"_id": {"$in": missing}}).to_list()}
+    return [runs[d] for d in digests if d in runs]
 
 
 async def attestations_page(db: AsyncDatabase, *, subject: str, first: int, after_seq: int | None) -> tuple[list[Doc], bool]:

@@ -215,6 +215,8 @@ INDEXES: dict[str, list[IndexModel]] = {
     ],
     "record_history": [IndexModel([("comparisonKey", ASCENDING), ("at", DESCENDING)], name="group_at")],
     "comparison_groups": [IndexModel([("definitionDigest", ASCENDING)], name="definition")],
+    # A leaderboard's write finds the rows its group had (store/run_rows.py).
+    "run_rows": [IndexModel([("groupKey", ASCENDING)], name="group")],
     "source_snapshots": [IndexModel([("source", ASCENDING), ("url", ASCENDING)], name="source_url")],
     "jobs": [
         IndexModel([("requestedBy", ASCENDING), ("idempotencyKey", ASCENDING)], name="idempotency", unique=True),

@@ -21,7 +21,7 @@ from resolvers.types.definition import Definition, DefinitionSearch
 from resolvers.types.group import ComparisonGroup
 from resolvers.types.node import Node
 from resolvers.types.record import RecordChange
-from resolvers.types.run import LISTED_ANSWERS, Run, run_connection, selected_run_fields
+from resolvers.types.run import LISTED_ANSWERS, Run, asks_per_case, run_connection, selected_run_fields
 from resolvers.types.serving import ServingFacetValue, ServingRun, ServingRunFacets, ServingRunPage
 from resolvers.types.viewer import Viewer
 from store.queries import (
@@ -177,6 +177,7 @@ class Query:
             first=check_first(first),
             after_seq=after_seq,
             projection=LISTED_FIELDS if listed else None,
+            rows=listed and not asks_per_case(info),
         )
         return await run_connection(docs, more, lambda d: encode_cursor("runs", d["seq"]), info, whole=not listed)
 

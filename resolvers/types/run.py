@@ -536,6 +536,12 @@ def rows_answer(info: Info) -> bool:
     return _fields(selections) <= ROW_ANSWERS and not _asks_per_case(selections)
 
 
+def asks_per_case(info: Info) -> bool:
+    """Whether the query reads the per-case part of the returned runs' `sourceNative`, which
+    rows (leaderboard rows, store/run_rows.py) leave out."""
+    return _asks_per_case(_run_selections(info))
+
+
 async def run_connection(
     docs: list[dict[str, Any]], has_next: bool, cursor_of: Callable[[dict[str, Any]], str], info: Info, *, whole: bool = True
 ) -> Connection[Run]:

@@ -14,6 +14,7 @@ from registry.manifests import parse_manifest
 from resolvers import ids
 from server.bootstrap import bootstrap
 from server.settings import Settings
+from store import leaderboards
 from store.manifest_set import publish_set
 from tests.older_dialect import OLDER, older_runs
 
@@ -124,6 +125,8 @@ async def test_leaderboard_rows_leave_per_case_metrics_out_and_older_rows_are_re
     board = await db.leaderboards.find_one({"_id": doc["groupKey"]})
     assert len(board["rows"]) > 1
     assert all(row["spec"]["sourceNative"]["metrics"] == {} for row in board["rows"])  # ours are all per-case
+    listed = await db.run_rows.find({"groupKey": doc["groupKey"]}).to_list()  # store/run_rows.py: the same
+    assert len(listed) == len(board["rows"]) and all(row["spec"]["sourceNative"]["metrics"] == {} for row in listed)
 
     # A database from before (rows carrying every sample) gets its rows rebuilt on the next start.
     older = [
@@ -134,4 +137,4 @@ async def test_leaderboard_rows_leave_per_case_metrics_out_and_older_rows_are_re
     await db.comparison_groups.update_one({"_id": doc["groupKey"]}, {"$unset": {"leaderboard.shape": ""}})
     await bootstrap(mongo_uri, settings, data)
     assert (await db.leaderboards.find_one({"_id": doc["groupKey"]}))["rows"] == board["rows"]
-    assert (await db.comparison_groups.find_one({"_id": doc["groupKey"]}))["leaderboard"]["shape"] == 2
+    assert (await db.comparison_groups.find_one({"_id": doc["groupKey"]}))["leaderboard"]["shape"] == leaderboards.ROW_SHAPE

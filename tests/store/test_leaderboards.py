@@ -1,6 +1,7 @@
-"""Each comparison group's leaderboard (store/leaderboards.py) is derived state: after every write
-it equals what the runs themselves say (their current members in rank order, #1, catalog runs),
-it is written with the ranks or not at all, and the API answers the same from it as from the runs."""
+"""Each comparison group's leaderboard (store/leaderboards.py) and its runs' rows
+(store/run_rows.py) are derived state: after every write they equal what the runs themselves say
+(their current members in rank order, #1, catalog runs; each current run's listed row), they are
+written with the ranks or not at all, and the API answers the same from them as from the runs."""
 
 import dataclasses
 
@@ -13,7 +14,7 @@ from loaders import pipeline
 from registry.digest import manifest_digest
 from server.app import create_app
 from server.settings import Settings
-from store import leaderboards
+from store import leaderboards, run_rows
 from store.publish import publish, publish_many
 from tests import factories
 from tests.loaders.catalog_exports import subset, write_export
@@ -28,6 +29,7 @@ async def runs_say(db, key: str) -> dict:
         "rows": [leaderboards.row_of(m) for m in members],
         "leader": group["leaderDigest"],
         "catalogRuns": sum(1 for m in members if m.get("provenance")),
+        "listed": {m["_id"]: run_rows.listed_row(m, leaderboards.row_of(m)) for m in members},
     }
 
 
@@ -38,6 +40,7 @@ async def stored(db, key: str) -> dict:
         "rows": rows["rows"],
         "leader": head["leader"]["_id"] if head["leader"] else None,
         "catalogRuns": head["catalogRuns"],
+        "listed": {r["_id"]: r async for r in db.run_rows.find({"groupKey": key})},
     }
 
 
@@ -45,6 +48,8 @@ async def assert_every_leaderboard_agrees(db) -> int:
     keys = [g["_id"] async for g in db.comparison_groups.find({}, {"_id": 1})]
     for key in keys:
         assert await stored(db, key) == await runs_say(db, key), key
+    # No row of a run that is no longer current, nor of a group that is gone.
+    assert await db.run_rows.count_documents({}) == await db.runs.count_documents({"current": True})
     return len(keys)
 
 
@@ -100,6 +105,7 @@ async def test_a_second_verifying_runner_lifts_the_rows_of_runs_published_before
 async def test_a_failed_publication_leaves_every_leaderboard_as_it_was(db):
     await publish_many(db, [factories.run_bundle(str(i), score=i / 10, user=f"u{i}") for i in range(5)])
     before = await db.leaderboards.find_one({})
+    rows_before = await db.run_rows.find({}).sort("_id").to_list()
 
     async def fail(session):
         raise RuntimeError("the transaction's last write fails")
@@ -107,6 +113,7 @@ async def test_a_failed_publication_leaves_every_leaderboard_as_it_was(db):
     with pytest.raises(RuntimeError):
         await publish(db, factories.run_bundle("best", score=0.99, user="best"), also=fail)
     assert await db.leaderboards.find_one({}) == before
+    assert await db.run_rows.find({}).sort("_id").to_list() == rows_before
     assert await assert_every_leaderboard_agrees(db) == 1
 
 
@@ -120,10 +127,13 @@ async def test_a_catalog_import_writes_each_cohorts_leaderboard(db, tmp_path):
 async def test_backfill_builds_what_an_older_database_lacks(db):
     await publish_many(db, [factories.run_bundle(str(i), score=(i % 4) / 10, user=f"u{i}") for i in range(9)])
     built = await db.leaderboards.find({}).to_list()
+    rows = await db.run_rows.find({}).sort("_id").to_list()
     await db.leaderboards.drop()
+    await db.run_rows.delete_many({})
     await db.comparison_groups.update_many({}, {"$unset": {"leaderboard": ""}})
     assert await leaderboards.backfill(db) == 1
     assert await db.leaderboards.find({}).to_list() == built
+    assert await db.run_rows.find({}).sort("_id").to_list() == rows
     assert await leaderboards.backfill(db) == 0  # nothing left to build
     await assert_every_leaderboard_agrees(db)
 
@@ -131,10 +141,14 @@ async def test_backfill_builds_what_an_older_database_lacks(db):
 class RunReads(monitoring.CommandListener):
     def __init__(self):
         self.finds: list[str] = []
+        self.runs_by_id: list[str] = []  # the digests of the runs read by `_id`
 
     def started(self, event):
         if event.command_name == "find":
             self.finds.append(event.command["find"])
+            by_id = event.command.get("filter", {}).get("_id")
+            if event.command["find"] == "runs" and isinstance(by_id, dict):
+                self.runs_by_id += by_id.get("$in", [])
 
     def succeeded(self, event):
         pass
@@ -193,3 +207,44 @@ async def test_the_api_answers_the_same_from_the_leaderboard_as_from_the_runs(db
     assert from_board == [
         (leader, [{**e, "node": {k: v for k, v in e["node"].items() if k != "manifest"}} for e in edges]) for leader, edges in from_runs
     ]
+
+
+NEWEST = """query($after: String) { runs(first: 6, after: $after) {
+  edges { cursor node { digest title name rank evidenceLevel current observedAt primaryMeasurement { statistic valueNs display }
+                        sourceNative { metrics(perCase: false) { name value } } implementation { name }
+                        environment { gpu { display } } group { id title } %s } }
+  pageInfo { hasNextPage endCursor } } }"""
+
+
+async def test_the_newest_runs_read_as_rows_answer_as_the_runs_do(db, mongo_uri):
+    # SYNTHETIC runs: 15 with ties, then corrections and a new #1 that move earlier runs' ranks
+    # after their rows were first written.
+    await publish_many(db, [factories.run_bundle(f"n{i}", score=0.9 - (i % 5) / 10, user=f"u{i:02d}") for i in range(15)])
+    await publish(db, factories.run_bundle("n2", score=0.01, user="u02"))
+    await publish(db, factories.run_bundle("top", score=0.999, user="top"))
+    reads = RunReads()
+    app = create_app(mongo_uri, Settings(database=db.name), client_options={"event_listeners": [reads]})
+
+    async def walk(http, extra: str) -> list:
+        pages, after = [], None
+        while True:
+            body = (await http.post("/graphql", json={"query": NEWEST % extra, "variables": {"after": after}})).json()
+            assert "errors" not in body, body["errors"]
+            pages.append(body["data"]["runs"]["edges"])
+            if not body["data"]["runs"]["pageInfo"]["hasNextPage"]:
+                return pages
+            after = body["data"]["runs"]["pageInfo"]["endCursor"]
+
+    async with LifespanManager(app) as manager:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://t") as http:
+            reads.finds.clear()
+            from_rows = await walk(http, "")
+            # No current run is read whole; the superseded one is (it has no row), then left out.
+            superseded = [d["_id"] async for d in db.runs.find({"current": False})]
+            assert "run_rows" in reads.finds and reads.runs_by_id == superseded and len(superseded) == 1
+            from_runs = await walk(http, "manifest")  # the rows do not carry it: whole runs
+            assert "runs" in reads.finds
+    assert sum(len(edges) for edges in from_rows) == 16  # 17 runs, one of them superseded
+    top = [e["node"] for edges in from_rows for e in edges if e["node"]["name"] == "synthetic-top"]
+    assert top[0]["rank"] == 1  # and every rank below it moved after its row was first written
+    assert from_rows == [[{**e, "node": {k: v for k, v in e["node"].items() if k != "manifest"}} for e in edges] for edges in from_runs]

@@ -1,0 +1,76 @@
+"""Each current run's row as the plain list of runs shows it (`run_rows`; `_id`: the run's digest):
+its leaderboard row (store/leaderboards.py `row_of`: no per-case samples) and the digests a listed
+run's nested objects are found by (store/queries.py LISTED_FIELDS).
+
+The newest runs (the home page's ten, `runs(first:)`) are read as rows instead of whole run
+documents: ours carry every timing sample of every case (38-92 kB each), a row about 1 kB, and
+SecantusDB's cost per document grows with its size whatever the projection (ten of ours: 14.6 ms
+whole, 1.3 ms as rows, measured).
+
+Derived state, written by store/leaderboards.py `write` in the caller's transaction: a run's row
+is rewritten whenever its group's leaderboard is, from the same members, so the two never
+disagree, and only rows that changed are written (a publish moves a few ranks, not every row).
+A run with no row is read whole: its group is over leaderboards.MAX_ROWS, or the database was
+written before rows (a leaderboard backfill writes them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pymongo import DeleteMany, InsertOne, ReplaceOne
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.database import AsyncDatabase
+
+from store.chunks import chunked
+
+Doc = dict[str, Any]
+COLLECTION = "run_rows"
+
+# What a row keeps beside the leaderboard row's fields (dotted paths): what a listed run's
+# protocol, environment, workload, definition and group are looked up by.
+REFERENCE_FIELDS = (
+    "spec.protocolDigest",
+    "spec.environmentDigest",
+    "spec.workloadDigest",
+    "definitionDigest",
+    "groupKey",
+    "source",
+)
+REFERENCE_PROJECTION = {path: 1 for path in REFERENCE_FIELDS}
+
+
+def listed_row(member: Doc, row: Doc) -> Doc:
+    """The member's leaderboard `row` with the member's REFERENCE_FIELDS added."""
+    listed = {**row, "spec": dict(row.get("spec", {}))}
+    for path in REFERENCE_FIELDS:
+        head, _, rest = path.partition(".")
+        if not rest:
+            if head in member:
+                listed[head] = member[head]
+        elif rest in member.get(head, {}):
+            listed.setdefault(head, {})[rest] = member[head][rest]
+    return listed
+
+
+async def write(db: AsyncDatabase, rows_by_group: dict[str, list[Doc]], session: AsyncClientSession | None) -> None:
+    """Make the stored rows of each group `key` exactly `rows_by_group[key]` (its current runs'
+    listed rows; [] for a group whose rows are not kept): new rows inserted, changed ones
+    replaced, those of runs that left the group's current runs deleted."""
+    wanted = {row["_id"]: row for rows in rows_by_group.values() for row in rows}
+    stored: dict[str, Doc] = {}
+    for chunk in chunked(sorted(rows_by_group)):
+        async for doc in db[COLLECTION].find({"groupKey": {"$in": chunk}}, session=session):
+            stored[doc["_id"]] = doc
+    changes: list[InsertOne | ReplaceOne | DeleteMany] = [InsertOne(row) for key, row in wanted.items() if key not in stored]
+    changes += [ReplaceOne({"_id": key}, row) for key, row in wanted.items() if key in stored and stored[key] != row]
+    gone = [key for key in stored if key not in wanted]
+    if gone:
+        changes.append(DeleteMany({"_id": {"$in": gone}}))
+    if changes:
+        await db[COLLECTION].bulk_write(changes, ordered=False, session=session)
+
+
+async def rows_of(db: AsyncDatabase, digests: list[str]) -> dict[str, Doc]:
+    """The stored rows of the runs `digests` (those that have one), by digest."""
+    return {doc["_id"]: doc for doc in await db[COLLECTION].find({"_id": {"$in": digests}}).to_list()}
