@@ -83,10 +83,12 @@ RS = 1 << 7
 SBAL = 1 << 8
 SB = 2 << 8
 KEEP = 1 << 10
+HALF = 1 << 11  # flags bit 12: the bulk stats kernel on half the SMs
 VARIANTS = {"": 7, "t2": 7, "t1": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
             "diag-nosmem": 4 | 4 << 3, "t2-early": 7 | EARLY, "diag-nox-early": 3 | EARLY,
             "diag-notransform-early": 2 | EARLY, "rs": RS, "rs-early": RS | EARLY,
-            "sbal": 7 | SBAL, "sb": 7 | SB, "sb-keep": 7 | SB | KEEP}
+            "sbal": 7 | SBAL, "sb": 7 | SB, "sb-keep": 7 | SB | KEEP,
+            "sb-half": 7 | SB | HALF}
 
 
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:

@@ -1371,7 +1371,8 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   cudaError_t err = cudaSuccess;
   if (stats_mode == 2) {
     const long long chunks = (s.rows + kSbWarps - 1) / kSbWarps;
-    stats_blocks = static_cast<int>(chunks < sms ? chunks : sms);
+    const int most = (flags >> 12) & 1 ? (sms + 1) / 2 : sms;  // "sb-half": the GEMM starts on the other SMs
+    stats_blocks = static_cast<int>(chunks < most ? chunks : most);
     err = allow_dynamic_smem(reinterpret_cast<const void*>(stats_bulk_kernel), kSbSmem);
     if (err != cudaSuccess) return err;
     stats_bulk_kernel<<<stats_blocks, (kSbWarps + 1) * 32, kSbSmem, stream>>>(s);
