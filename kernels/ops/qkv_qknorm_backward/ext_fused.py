@@ -19,13 +19,12 @@ k-blocks, 640 threads, setmaxnreg), "t2-early" (t2 whose producer starts before 
 table has loaded: that table behind a named barrier of its readers, 10th session), "rs" (10th
 session: no transform warpgroup, G never in shared memory — each consumer warpgroup builds its wgmma
 A fragments in registers from the g and x̂ boxes and the k-block's rstd/m, 384 threads; "rs-early"
-likewise), "sbal" / "sb" / "sb-keep" (12th session: t2 after a stats kernel whose rows are split
-evenly over its warps / one that streams them by bulk copies into a shared-memory ring, the copies
-evict-first / at normal L2 priority) and "diag-notransform"
+likewise) and "diag-notransform"
 (timing only, wrong results: the transform does nothing), "diag-nox" (the same without the
 q_normed/k_normed boxes: a plain GEMM's bytes, g read in place of G), "diag-nomath" /
 "diag-nofence" / "diag-nosmem" (the transform without its arithmetic / its proxy fence / any of
-its shared-memory traffic; timing only), each also as a suffix of a forced plan
+its shared-memory traffic; timing only), "diag-nostats" (t2 without its stats kernel: m and the
+norm-weight partials are garbage; timing only, 12th session), each also as a suffix of a forced plan
 ("c2-w2-x1:v1").
 """
 
@@ -75,20 +74,14 @@ def load(verbose: bool = False):
 
 
 # flags bits 1-3 (csrc: kFast, kV1, kNoTransform, kNoX, kFastDiag, kFastF32, kConsumer, kT2), 4-6 (kFastDiag's parts
-# left out), 7 (Params::early_loads) and 8 (kRS: registers-fed A, no transform warpgroup)
+# left out), 7 (Params::early_loads), 8 (kRS: registers-fed A, no transform warpgroup) and 9 (no stats kernel)
 EARLY = 1 << 6
 RS = 1 << 7
-# flags bits 9-10 (the stats kernel: 1 rows split evenly, 2 by bulk copies) and 11 (those copies at
-# normal L2 priority)
-SBAL = 1 << 8
-SB = 2 << 8
-KEEP = 1 << 10
-HALF = 1 << 11  # flags bit 12: the bulk stats kernel on half the SMs
+NOSTATS = 1 << 8  # flags bit 9: the stats kernel left out (timing only)
 VARIANTS = {"": 7, "t2": 7, "t1": 0, "v1": 1, "f32": 5, "ct": 6, "diag-notransform": 2, "diag-nox": 3, "diag-nomath": 4 | 1 << 3, "diag-nofence": 4 | 2 << 3,
             "diag-nosmem": 4 | 4 << 3, "t2-early": 7 | EARLY, "diag-nox-early": 3 | EARLY,
             "diag-notransform-early": 2 | EARLY, "rs": RS, "rs-early": RS | EARLY,
-            "sbal": 7 | SBAL, "sb": 7 | SB, "sb-keep": 7 | SB | KEEP,
-            "sb-half": 7 | SB | HALF}
+            "diag-nostats": 7 | NOSTATS}
 
 
 def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
@@ -157,8 +150,7 @@ def _launch(ins: list[Any], outs: tuple, b: int, s: int, mode: str, timeline=Non
         sms = _num_sms(device)
         pl = plan(b, s, sms, mode)
         m = torch.empty(5 * b * s, dtype=torch.float32, device=device)
-        # the stats kernel of modes sbal/sb may use up to 2·num_sms blocks (csrc: kidxf_launch)
-        partials = torch.empty((max(pl["stats_blocks"], 2 * sms), 512), dtype=torch.float32, device=device)
+        partials = torch.empty((pl["stats_blocks"], 512), dtype=torch.float32, device=device)
         args = [t.data_ptr() for t in ins] + [t.data_ptr() for t in outs]
         args += [m.data_ptr(), partials.data_ptr(), b, s, sms, *forced, flags]
         if timeline is not None:  # lab only (debug.py): [grid, kidxf_timeline_words()] int64

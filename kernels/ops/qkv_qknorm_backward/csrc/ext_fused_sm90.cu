@@ -163,8 +163,7 @@ struct StatsArgs {
   float* m;         // [5T]: Q rows in grad_query's row order, then K rows
   float* partials;  // [grid, 512]: Σ g·x̂ per block (Q dims, then K dims)
   int rows, qrows;  // 5T, 4T
-  int per_warp;     // 0: rows split evenly over the grid's warps (mode "sbal")
-  int keep_l2;      // stats_bulk_kernel: normal L2 priority instead of evict-first ("sb-keep")
+  int per_warp;
 };
 constexpr int kStatsWarps = 8;
 constexpr int kStatsUnroll = 8;
@@ -188,13 +187,8 @@ __global__ void __launch_bounds__(kStatsWarps * 32, kStatsBlocksPerSm) stats_ker
     wk[i] += 1.f;
     accq[i] = acck[i] = 0.f;
   }
-  const long long gw = static_cast<long long>(blockIdx.x) * kStatsWarps + warp;
-  long long r0 = gw * a.per_warp;
-  long long r1 = r0 + a.per_warp < a.rows ? r0 + a.per_warp : a.rows;
-  if (a.per_warp == 0) {  // "sbal": every warp 19-20 rows at T = 8192 (runs of 24 left 50 SMs half idle)
-    r0 = gw * a.rows / (gridDim.x * kStatsWarps);
-    r1 = (gw + 1) * a.rows / (gridDim.x * kStatsWarps);
-  }
+  const long long r0 = static_cast<long long>(blockIdx.x * kStatsWarps + warp) * a.per_warp;
+  const long long r1 = r0 + a.per_warp < a.rows ? r0 + a.per_warp : a.rows;
   for (long long r = r0; r < r1; r += kStatsUnroll) {
     uint4 g[kStatsUnroll], x[kStatsUnroll];
 #pragma unroll
@@ -238,119 +232,6 @@ __global__ void __launch_bounds__(kStatsWarps * 32, kStatsBlocksPerSm) stats_ker
     float s = 0.f;
 #pragma unroll
     for (int w = 0; w < kStatsWarps; ++w) s += red[w][d];
-    a.partials[static_cast<long long>(blockIdx.x) * 2 * kD + d] = s;
-  }
-}
-
-// ------------------------------------------------------------------ 1b. the statistics by bulk copies
-// Mode "sb" (12th session): one block per SM; a producer thread streams the block's contiguous run
-// of rows into an 8-stage ring by cp.async.bulk (16 g rows + 16 x̂ rows, 16 KiB, per stage: 128 KiB
-// in flight per SM without registers), 16 consumer warps take one row each per stage with
-// stats_kernel's arithmetic in its order (m bitwise the same; the partials' grouping differs).
-constexpr int kSbWarps = 16;
-constexpr int kSbStages = 8;
-constexpr int kRowBytes = kD * 2;
-constexpr int kSbStageBytes = 2 * kSbWarps * kRowBytes;
-constexpr int kSbRedBytes = kSbWarps * 2 * kD * 4;
-constexpr int kSbSmem = kSbStages * kSbStageBytes + kSbRedBytes + 2 * kSbStages * 8;
-
-__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes, uint64_t* bar, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
-          smem_u32(dst)),
-      "l"(src), "r"(bytes), "r"(smem_u32(bar)), "l"(policy)
-      : "memory");
-}
-
-__global__ void __launch_bounds__((kSbWarps + 1) * 32, 1) stats_bulk_kernel(StatsArgs a) {
-  pdl_launch_dependents();  // the GEMM's TMA loads of inputs may start now
-  extern __shared__ __align__(128) uint8_t sb_smem[];
-  float* red = reinterpret_cast<float*>(sb_smem + kSbStages * kSbStageBytes);
-  uint64_t* full = reinterpret_cast<uint64_t*>(sb_smem + kSbStages * kSbStageBytes + kSbRedBytes);
-  uint64_t* empty = full + kSbStages;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const long long r0 = static_cast<long long>(blockIdx.x) * a.rows / gridDim.x;
-  const long long r1 = static_cast<long long>(blockIdx.x + 1) * a.rows / gridDim.x;
-  const int chunks = static_cast<int>((r1 - r0 + kSbWarps - 1) / kSbWarps);
-  if (threadIdx.x == 0) ring_init<kSbStages>(full, empty, kSbWarps);
-  __syncthreads();
-  if (warp == kSbWarps) {
-    if (lane == 0) {
-      uint64_t pol;
-      if (a.keep_l2) asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(pol));
-      else asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-      RingPos<kSbStages> pos;
-      for (int c = 0; c < chunks; ++c) {
-        const long long c0 = r0 + static_cast<long long>(c) * kSbWarps;
-        const long long c1 = c0 + kSbWarps < r1 ? c0 + kSbWarps : r1;
-        ring_acquire(full, empty, pos, static_cast<uint32_t>((c1 - c0) * 2 * kRowBytes));
-        uint8_t* sg = sb_smem + pos.stage * kSbStageBytes;
-        uint8_t* sx = sg + kSbWarps * kRowBytes;
-        const long long qb = c1 < a.qrows ? c1 : a.qrows;  // Q rows [c0, qb), K rows [ka, c1)
-        if (qb > c0) {
-          const uint32_t bytes = static_cast<uint32_t>((qb - c0) * kRowBytes);
-          bulk_load(sg, a.gq + c0 * 32, bytes, &full[pos.stage], pol);
-          bulk_load(sx, a.xq + c0 * 32, bytes, &full[pos.stage], pol);
-        }
-        const long long ka = c0 > a.qrows ? c0 : a.qrows;
-        if (c1 > ka) {
-          const uint32_t bytes = static_cast<uint32_t>((c1 - ka) * kRowBytes);
-          const int off = static_cast<int>((ka - c0) * kRowBytes);
-          bulk_load(sg + off, a.gk + (ka - a.qrows) * 32, bytes, &full[pos.stage], pol);
-          bulk_load(sx + off, a.xk + (ka - a.qrows) * 32, bytes, &full[pos.stage], pol);
-        }
-        pos.advance();
-      }
-    }
-  } else {
-    float wq[8], wk[8], accq[8], acck[8];
-    unpack8(__ldg(a.wq + lane), wq);
-    unpack8(__ldg(a.wk + lane), wk);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      wq[i] += 1.f;
-      wk[i] += 1.f;
-      accq[i] = acck[i] = 0.f;
-    }
-    RingPos<kSbStages> pos;
-    for (int c = 0; c < chunks; ++c) {
-      const long long row = r0 + static_cast<long long>(c) * kSbWarps + warp;
-      mbar_wait(&full[pos.stage], pos.phase);
-      if (row < r1) {
-        const uint8_t* sg = sb_smem + pos.stage * kSbStageBytes + warp * kRowBytes;
-        const uint4 g = *reinterpret_cast<const uint4*>(sg + lane * 16);
-        const uint4 x = *reinterpret_cast<const uint4*>(sg + kSbWarps * kRowBytes + lane * 16);
-        const bool q = row < a.qrows;
-        float gf[8], xf[8];
-        unpack8(g, gf);
-        unpack8(x, xf);
-        float dot = 0.f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          const float gh = __bfloat162float(__float2bfloat16_rn(gf[i] * (q ? wq[i] : wk[i])));
-          dot += gh * xf[i];
-          if (q) accq[i] += gf[i] * xf[i];
-          else acck[i] += gf[i] * xf[i];
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-        if (lane == 0) a.m[row] = dot * (1.f / kD);
-      }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[pos.stage]);
-      pos.advance();
-    }
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      red[warp * 2 * kD + lane * 8 + i] = accq[i];
-      red[warp * 2 * kD + kD + lane * 8 + i] = acck[i];
-    }
-  }
-  __syncthreads();
-  for (int d = threadIdx.x; d < 2 * kD; d += blockDim.x) {
-    float s = 0.f;
-#pragma unroll
-    for (int w = 0; w < kSbWarps; ++w) s += red[w * 2 * kD + d];
     a.partials[static_cast<long long>(blockIdx.x) * 2 * kD + d] = s;
   }
 }
@@ -1324,9 +1205,7 @@ int kidxf_plan(int batch, int seq, int num_sms, const int* forced, long long* ou
 // 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight 18 grad_k_norm_weight
 // 19 m [5T] fp32 20 partials [stats blocks, 512] fp32 21 batch 22 seq 23 num_sms 24..27 forced
 // 28 flags (bit 0 PDL; bits 1-3 the variant: 0 kFast, 1 kV1, 2 kNoTransform, 3 kNoX, 4 kFastDiag, 5 kFastF32, 6 kConsumer, 7 kT2; bits 4-6 Params::diag;
-// bit 7 Params::early_loads; bit 8 kRS, bits 1-3 then ignored; bits 9-10 the stats kernel: 0 stats_kernel,
-// 1 its rows split evenly, 2 stats_bulk_kernel; bit 11 the bulk copies at normal L2 priority;
-// partials then needs max(stats blocks, 2·num_sms) rows)
+// bit 7 Params::early_loads; bit 8 kRS, bits 1-3 then ignored; bit 9 no stats kernel (timing only))
 // [29 timeline [grid][kTlWords] u64 or 0: the stamped build, t2, rs, diag-notransform and diag-nox only;
 // in rs the "transform" stamps are consumer warpgroup 0's ring barrier, `full` wait and fragment build]
 int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
@@ -1364,28 +1243,10 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   s.rows = static_cast<int>(5 * tokens);
   s.qrows = static_cast<int>(4 * tokens);
   s.per_warp = pl.stats_per_warp;
-  s.keep_l2 = (flags >> 11) & 1;
-  // flags bits 9-10: the stats kernel (0 stats_kernel, 1 the same with rows split evenly, 2 bulk)
-  const int stats_mode = (flags >> 9) & 3;
-  int stats_blocks = pl.stats_blocks;
-  cudaError_t err = cudaSuccess;
-  if (stats_mode == 2) {
-    const long long chunks = (s.rows + kSbWarps - 1) / kSbWarps;
-    const int most = (flags >> 12) & 1 ? (sms + 1) / 2 : sms;  // "sb-half": the GEMM starts on the other SMs
-    stats_blocks = static_cast<int>(chunks < most ? chunks : most);
-    err = allow_dynamic_smem(reinterpret_cast<const void*>(stats_bulk_kernel), kSbSmem);
-    if (err != cudaSuccess) return err;
-    stats_bulk_kernel<<<stats_blocks, (kSbWarps + 1) * 32, kSbSmem, stream>>>(s);
-  } else {
-    if (stats_mode == 1) {
-      const long long groups = (s.rows + 8LL * kStatsWarps - 1) / (8LL * kStatsWarps);  // >= 8 rows per warp
-      const long long most = static_cast<long long>(sms) * kStatsBlocksPerSm;
-      stats_blocks = static_cast<int>(groups < most ? groups : most);
-      s.per_warp = 0;
-    }
-    stats_kernel<<<stats_blocks, kStatsWarps * 32, 0, stream>>>(s);
-  }
-  err = launched(cudaSuccess);
+  // flags bit 9 ("diag-nostats", timing only, results wrong): no stats kernel, so that the op's
+  // time without it shows what that kernel costs beside the GEMM's PDL start
+  if (!((flags >> 9) & 1)) stats_kernel<<<pl.stats_blocks, kStatsWarps * 32, 0, stream>>>(s);
+  cudaError_t err = launched(cudaSuccess);
   if (err != cudaSuccess) return err;
 
   Params p{};
@@ -1399,7 +1260,7 @@ int kidxf_launch(const unsigned long long* a, int n, void* stream_ptr) {
   p.nwq = static_cast<const __nv_bfloat16*>(ptr(7));
   p.nwk = static_cast<const __nv_bfloat16*>(ptr(8));
   p.norm_partials = static_cast<const float*>(ptr(20));
-  p.norm_parts = stats_blocks;
+  p.norm_parts = pl.stats_blocks;
   p.dq_norm = static_cast<float*>(ptr(17));
   p.dk_norm = static_cast<float*>(ptr(18));
   p.batch = batch;
