@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -24,16 +22,13 @@ async def home_page(request: Request) -> Response:
     if len(query) > MAX_SEARCH:
         return page(request, "error.html", {"error": f"q: {len(query):,} characters; at most {MAX_SEARCH}"}, status=400)
     try:
-        found, newest = await asyncio.gather(
-            client.query(queries.HOME_OPERATIONS, {"text": query, "first": OPERATIONS_PER_PAGE, "after": after}),
-            client.query(queries.NEWEST_RUNS, {"first": NEWEST}),
-        )
+        found = await client.query(queries.HOME, {"text": query, "first": OPERATIONS_PER_PAGE, "after": after, "newest": NEWEST})
     except GraphQLError as error:
         if "BAD_USER_INPUT" in error.codes:  # a malformed `after`, a search text too long
             return page(request, "error.html", {"error": str(error)}, status=400)
         return api_failed(request, str(error))
     search = found["searchDefinitions"]
-    newest_runs = [edge["node"] for edge in newest["runs"]["edges"]]
+    newest_runs = [edge["node"] for edge in found["runs"]["edges"]]
     distinct_titles(newest_runs)
     context = {
         "query": query,

@@ -12,26 +12,23 @@ GROUP_SUMMARY = """fragment GroupSummary on ComparisonGroup {
   leader { digest title evidenceLevel primaryMeasurement { statistic display } }
 }"""
 
-# The home page asks two things at once: one page of operations matching the search, with their
-# groups and #1s (its cost does not grow with the number of operations), and the newest runs.
-HOME_OPERATIONS = (
-    """query HomeOperations($text: String!, $first: Int!, $after: String) {
+# The home page's one query: a page of operations matching the search, with their groups and #1s
+# (its cost does not grow with the number of operations), and the newest runs with only what
+# their list shows (a run's sourceNative, rank and group cost time on every visit and are not shown).
+HOME = (
+    """query Home($text: String!, $first: Int!, $after: String, $newest: Int!) {
   searchDefinitions(text: $text, first: $first, after: $after) {
     totalCount
     pageInfo { hasNextPage endCursor }
     nodes { name title comparisonGroups { ...GroupSummary } }
   }
+  runs(first: $newest) {
+    edges { node { digest title name evidenceLevel observedAt primaryMeasurement { display }
+                   environment { gpu { display } } implementation { revision } } }
+  }
 }
 """
     + GROUP_SUMMARY
-)
-
-NEWEST_RUNS = (
-    """query Newest($first: Int!) {
-  runs(first: $first) { edges { node { ...RunRow environment { gpu { display } } group { id title } implementation { revision } } } }
-}
-"""
-    + RUN_ROW
 )
 
 GROUP = (

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-# What the home page asks for one search (web/queries.py HOME_OPERATIONS): the operations matching
+# What the home page asks for one search (web/queries.py HOME): the operations matching
 # the text, each with its groups and their #1s.
 SEARCH = """query($text: String!) { searchDefinitions(text: $text, first: 20) { nodes { name comparisonGroups {
   id title size leader { id digest title } } } } }"""
