@@ -87,8 +87,8 @@ def row_of(run: Doc) -> Doc:
 
 def leaderboard(key: str, members: Iterable[Doc]) -> Doc:
     """The leaderboard of group `key` from its current runs (with their final rank, rankOrder and
-    seq; superseded ones are left out here): {"_id", "rows", "head", "listed"} ("listed": each
-    row as store/run_rows.py keeps it; none past MAX_ROWS)."""
+    seq; superseded ones are left out here): {"_id", "rows", "head", "listed"} ("listed": the
+    rows store/run_rows.py keeps; none past MAX_ROWS)."""
     current = sorted((m for m in members if m.get("current", True)), key=lambda m: (m["rankOrder"], m["seq"]))
     rows = [row_of(m) for m in current]
     kept = len(rows) <= MAX_ROWS
@@ -98,7 +98,7 @@ def leaderboard(key: str, members: Iterable[Doc]) -> Doc:
         "leader": min(firsts, key=lambda r: r["_id"]) if firsts else None,
         "shape": ROW_SHAPE,
     }
-    listed = [run_rows.listed_row(m, row) for m, row in zip(current, rows)] if kept else []
+    listed = [run_rows.listed_row(m, row) for m, row in zip(current, rows) if run_rows.keeps_row(m, row)] if kept else []
     return {"_id": key, "rows": rows if kept else None, "head": head, "listed": listed}
 
 

@@ -1,17 +1,20 @@
-"""Each current run's row as the plain list of runs shows it (`run_rows`; `_id`: the run's digest):
-its leaderboard row (store/leaderboards.py `row_of`: no per-case samples) and the digests a listed
-run's nested objects are found by (store/queries.py LISTED_FIELDS).
+"""The row of each current run whose document carries per-case samples, as the plain list of runs
+shows it (`run_rows`; `_id`: the run's digest): its leaderboard row (store/leaderboards.py
+`row_of`: the samples left out) and the digests a listed run's nested objects are found by
+(store/queries.py LISTED_FIELDS).
 
-The newest runs (the home page's ten, `runs(first:)`) are read as rows instead of whole run
-documents: ours carry every timing sample of every case (38-92 kB each), a row about 1 kB, and
-SecantusDB's cost per document grows with its size whatever the projection (ten of ours: 14.6 ms
-whole, 1.3 ms as rows, measured).
+The newest runs (the home page's ten, `runs(first:)`) are read as rows where they have one: our
+controlled runs carry every timing sample of every case (38-92 kB each, against a row's ~2 kB),
+and SecantusDB's cost per document grows with its size whatever the projection (ten of ours:
+13.7 ms whole, 2.2 ms as rows, measured with bench/pages.py). Other runs' documents (~3 kB,
+about twice their row) are read whole: a row for each of the bundled catalog's 7,857 cost its
+import ~1.3-2.7 s (measured) to save ~3 ms on a page of 100.
 
 Derived state, written by store/leaderboards.py `write` in the caller's transaction: a run's row
 is rewritten whenever its group's leaderboard is, from the same members, so the two never
 disagree, and only rows that changed are written (a publish moves a few ranks, not every row).
-A run with no row is read whole: its group is over leaderboards.MAX_ROWS, or the database was
-written before rows (a leaderboard backfill writes them).
+A run with no row is read whole: one without samples, one in a group over MAX_ROWS, one stored
+before rows (a leaderboard backfill writes them).
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ REFERENCE_FIELDS = (
 REFERENCE_PROJECTION = {path: 1 for path in REFERENCE_FIELDS}
 
 
+def keeps_row(member: Doc, row: Doc) -> bool:
+    """Whether the run gets a row: its leaderboard `row` left per-case samples out of it."""
+    native, kept = (member.get("spec") or {}).get("sourceNative") or {}, (row.get("spec") or {}).get("sourceNative") or {}
+    return len(native.get("metrics") or {}) > len(kept.get("metrics") or {})
+
+
 def listed_row(member: Doc, row: Doc) -> Doc:
     """The member's leaderboard `row` with the member's REFERENCE_FIELDS added."""
     listed = {**row, "spec": dict(row.get("spec", {}))}
@@ -54,9 +63,9 @@ def listed_row(member: Doc, row: Doc) -> Doc:
 
 
 async def write(db: AsyncDatabase, rows_by_group: dict[str, list[Doc]], session: AsyncClientSession | None) -> None:
-    """Make the stored rows of each group `key` exactly `rows_by_group[key]` (its current runs'
-    listed rows; [] for a group whose rows are not kept): new rows inserted, changed ones
-    replaced, those of runs that left the group's current runs deleted."""
+    """Make the stored rows of each group `key` exactly `rows_by_group[key]` (the listed rows of
+    its current runs that keep one): new rows inserted, changed ones replaced, those of runs that
+    left the group's current runs deleted."""
     wanted = {row["_id"]: row for rows in rows_by_group.values() for row in rows}
     stored: dict[str, Doc] = {}
     for chunk in chunked(sorted(rows_by_group)):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from registry import controlled_format
 from registry.digest import manifest_digest
 from registry.manifests import Manifest, make_manifest
 from store.bundle import Bundle
 
 SOURCE = "synthetic-bench"
+CONTROLLED_SOURCE = controlled_format.SOURCE
 
 
 def definition(name: str = "synthetic-op") -> Manifest:
@@ -82,7 +84,11 @@ def run_bundle(
     defn: Manifest | None = None,
     env: Manifest | None = None,
     proto: Manifest | None = None,
+    case_samples: int = 0,
 ) -> Bundle:
+    """A SYNTHETIC run. With `case_samples`, it carries that many per-case timing samples in
+    sourceNative.metrics as our controlled runs do (registry/controlled_format.py: source
+    `kernelindex`, `case<i>_*` names)."""
     defn = defn or definition()
     wl = workload(defn)
     proto = proto or protocol()
@@ -100,10 +106,11 @@ def run_bundle(
             "environmentDigest": manifest_digest(env),
             "implementationDigest": manifest_digest(impl),
             "sourceNative": {
-                "source": SOURCE,
+                "source": CONTROLLED_SOURCE if case_samples else SOURCE,
                 "benchmark": defn.spec.name,
                 "externalId": external_id,
-                "metrics": {"sol_score": score, "latency_ms": latency_ns / 1e6},
+                "metrics": {"sol_score": score, "latency_ms": latency_ns / 1e6}
+                | {f"case{i % 4}_sample{i // 4}": latency_ns + i for i in range(case_samples)},
             },
         },
         title=f"{user} · {defn.spec.name} · B200",

@@ -29,7 +29,9 @@ async def runs_say(db, key: str) -> dict:
         "rows": [leaderboards.row_of(m) for m in members],
         "leader": group["leaderDigest"],
         "catalogRuns": sum(1 for m in members if m.get("provenance")),
-        "listed": {m["_id"]: run_rows.listed_row(m, leaderboards.row_of(m)) for m in members},
+        "listed": {
+            m["_id"]: run_rows.listed_row(m, leaderboards.row_of(m)) for m in members if run_rows.keeps_row(m, leaderboards.row_of(m))
+        },
     }
 
 
@@ -46,10 +48,12 @@ async def stored(db, key: str) -> dict:
 
 async def assert_every_leaderboard_agrees(db) -> int:
     keys = [g["_id"] async for g in db.comparison_groups.find({}, {"_id": 1})]
+    rows = 0
     for key in keys:
-        assert await stored(db, key) == await runs_say(db, key), key
-    # No row of a run that is no longer current, nor of a group that is gone.
-    assert await db.run_rows.count_documents({}) == await db.runs.count_documents({"current": True})
+        says = await runs_say(db, key)
+        assert await stored(db, key) == says, key
+        rows += len(says["listed"])
+    assert await db.run_rows.count_documents({}) == rows  # none of a run no longer current
     return len(keys)
 
 
@@ -57,15 +61,15 @@ async def test_publications_keep_the_leaderboard_equal_to_the_runs(db):
     await publish_many(
         db,
         [
-            factories.run_bundle("a", score=0.9, user="a"),
-            factories.run_bundle("b", score=0.5, user="b"),
+            factories.run_bundle("a", score=0.9, user="a", case_samples=8),  # rows kept: store/run_rows.py
+            factories.run_bundle("b", score=0.5, user="b", case_samples=8),
             factories.run_bundle("c", score=0.5, user="c"),  # tied with b
             factories.run_bundle("d", score=0.99, user="d", status="disqualified"),  # unranked
         ],
     )
     await assert_every_leaderboard_agrees(db)
-    await publish(db, factories.run_bundle("e", score=0.95, user="e"))  # a new #1: every rank moves
-    await publish(db, factories.run_bundle("b", score=0.97, user="b"))  # b corrected: supersedes, new #1
+    await publish(db, factories.run_bundle("e", score=0.95, user="e", case_samples=8))  # a new #1: every rank moves
+    await publish(db, factories.run_bundle("b", score=0.97, user="b", case_samples=8))  # b corrected: supersedes, new #1
     await publish(db, factories.run_bundle("x", score=0.2, defn=factories.definition("other-op")))  # a second group
     assert await assert_every_leaderboard_agrees(db) == 2
     board = await stored(db, (await db.runs.find_one({"externalId": "b", "current": True}))["groupKey"])
@@ -80,8 +84,8 @@ async def test_publications_keep_the_leaderboard_equal_to_the_runs(db):
 
 
 async def test_a_record_moved_to_another_cohort_leaves_the_first_cohorts_leaderboard(db):
-    await publish_many(db, [factories.run_bundle("7", score=0.9, user="a"), factories.run_bundle("8", score=0.5, user="b")])
-    moved = factories.run_bundle("7", score=0.9, user="a", env=factories.environment("NVIDIA H200", "sm_90"))
+    await publish_many(db, [factories.run_bundle("7", score=0.9, user="a", case_samples=8), factories.run_bundle("8", score=0.5, user="b")])
+    moved = factories.run_bundle("7", score=0.9, user="a", env=factories.environment("NVIDIA H200", "sm_90"), case_samples=8)
     assert (await publish(db, moved)).status == "superseded"
     assert await assert_every_leaderboard_agrees(db) == 2
     first = await runs_say(db, (await db.runs.find_one({"externalId": "8"}))["groupKey"])
@@ -89,8 +93,8 @@ async def test_a_record_moved_to_another_cohort_leaves_the_first_cohorts_leaderb
 
 
 async def test_a_second_verifying_runner_lifts_the_rows_of_runs_published_before(db):
-    first = dataclasses.replace(factories.run_bundle("v1", score=0.9, user="u"), verified_by="runner-a")
-    other = factories.run_bundle("v2", score=0.5, user="u")
+    first = dataclasses.replace(factories.run_bundle("v1", score=0.9, user="u", case_samples=8), verified_by="runner-a")
+    other = factories.run_bundle("v2", score=0.5, user="u", case_samples=8)
     same_code = other.run.model_copy(
         update={"spec": other.run.spec.model_copy(update={"implementationDigest": manifest_digest(first.implementation)})}
     )
@@ -103,7 +107,7 @@ async def test_a_second_verifying_runner_lifts_the_rows_of_runs_published_before
 
 
 async def test_a_failed_publication_leaves_every_leaderboard_as_it_was(db):
-    await publish_many(db, [factories.run_bundle(str(i), score=i / 10, user=f"u{i}") for i in range(5)])
+    await publish_many(db, [factories.run_bundle(str(i), score=i / 10, user=f"u{i}", case_samples=8) for i in range(5)])
     before = await db.leaderboards.find_one({})
     rows_before = await db.run_rows.find({}).sort("_id").to_list()
 
@@ -125,7 +129,7 @@ async def test_a_catalog_import_writes_each_cohorts_leaderboard(db, tmp_path):
 
 
 async def test_backfill_builds_what_an_older_database_lacks(db):
-    await publish_many(db, [factories.run_bundle(str(i), score=(i % 4) / 10, user=f"u{i}") for i in range(9)])
+    await publish_many(db, [factories.run_bundle(str(i), score=(i % 4) / 10, user=f"u{i}", case_samples=8 * (i % 2)) for i in range(9)])
     built = await db.leaderboards.find({}).to_list()
     rows = await db.run_rows.find({}).sort("_id").to_list()
     await db.leaderboards.drop()
@@ -219,9 +223,12 @@ NEWEST = """query($after: String) { runs(first: 6, after: $after) {
 async def test_the_newest_runs_read_as_rows_answer_as_the_runs_do(db, mongo_uri):
     # SYNTHETIC runs: 15 with ties, then corrections and a new #1 that move earlier runs' ranks
     # after their rows were first written.
-    await publish_many(db, [factories.run_bundle(f"n{i}", score=0.9 - (i % 5) / 10, user=f"u{i:02d}") for i in range(15)])
-    await publish(db, factories.run_bundle("n2", score=0.01, user="u02"))
-    await publish(db, factories.run_bundle("top", score=0.999, user="top"))
+    # Even ones carry per-case samples (a row each), odd ones not (read whole).
+    await publish_many(
+        db, [factories.run_bundle(f"n{i}", score=0.9 - (i % 5) / 10, user=f"u{i:02d}", case_samples=8 * (1 - i % 2)) for i in range(15)]
+    )
+    await publish(db, factories.run_bundle("n2", score=0.01, user="u02", case_samples=8))
+    await publish(db, factories.run_bundle("top", score=0.999, user="top", case_samples=8))
     reads = RunReads()
     app = create_app(mongo_uri, Settings(database=db.name), client_options={"event_listeners": [reads]})
 
@@ -239,9 +246,10 @@ async def test_the_newest_runs_read_as_rows_answer_as_the_runs_do(db, mongo_uri)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app), base_url="http://t") as http:
             reads.finds.clear()
             from_rows = await walk(http, "")
-            # No current run is read whole; the superseded one is (it has no row), then left out.
-            superseded = [d["_id"] async for d in db.runs.find({"current": False})]
-            assert "run_rows" in reads.finds and reads.runs_by_id == superseded and len(superseded) == 1
+            # Only the runs without a row are read whole: those without samples, and the
+            # superseded one (then left out).
+            without_row = [d["_id"] async for d in db.runs.find({}) if not await db.run_rows.find_one({"_id": d["_id"]})]
+            assert sorted(reads.runs_by_id) == sorted(without_row) and 7 + 1 == len(without_row)
             from_runs = await walk(http, "manifest")  # the rows do not carry it: whole runs
             assert "runs" in reads.finds
     assert sum(len(edges) for edges in from_rows) == 16  # 17 runs, one of them superseded
