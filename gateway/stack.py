@@ -134,6 +134,16 @@ class Stack:
         finally:
             self._probe.close()
 
+    def _start_gateway_on(
+        self, composition: str, gateway: node_packages.Tree, supergraph: Path, env: dict[str, str], held: socket.socket | None
+    ) -> None:
+        """Hive Gateway on `composition` (a supergraph) with today's subgraph URLs. `held`: its port,
+        kept bound until every other port is taken, released here for Hive Gateway to bind."""
+        write_supergraph(supergraph, with_urls(composition, self.subgraph_urls))
+        if held is not None:
+            held.close()
+        self._spawn_gateway(gateway, supergraph, env)
+
     def _spawn_gateway(self, gateway: node_packages.Tree, supergraph: Path, env: dict[str, str]) -> None:
         self._spawn(
             "Hive Gateway",
@@ -206,9 +216,7 @@ class Stack:
         guess = last_composition(cache)
         if guess is not None:
             say("starting Hive Gateway on the last composition ...")
-            write_supergraph(supergraph, with_urls(guess[1], self.subgraph_urls))
-            held.close()  # every other port is taken: Hive Gateway binds its own now
-            self._spawn_gateway(gateway, supergraph, env)
+            self._start_gateway_on(guess[1], gateway, supergraph, env, held)
         # A first start composes, and starts Hive Gateway, while the data loads (the import leaves
         # a core idle most of its time): from the subgraphs' SDLs built in a child process, since
         # the subgraphs start after the import; the check below still compares what they serve.
@@ -235,14 +243,12 @@ class Stack:
         key, text = cached_composition(services, gateway, cache)
         if guess is not None and key == guess[0]:
             return
-        write_supergraph(supergraph, with_urls(text, urls))
         if guess is not None:
             say("the subgraphs' schema changed: Hive Gateway starts again on the new composition")
             self._stop_child("Hive Gateway")
         else:
             say("starting the web process and Hive Gateway ...")
-            held.close()
-        self._spawn_gateway(gateway, supergraph, env)
+        self._start_gateway_on(text, gateway, supergraph, env, None if guess is not None else held)
 
     def _bind_children(self) -> dict[str, list[socket.socket]]:
         """Listening sockets of every subgraph replica and of the web process, bound here and
@@ -431,9 +437,7 @@ class GatewayAhead:
             if self.composer.wait(timeout=self.stack.start_timeout) != 0 or (composition := last_composition(self.cache)) is None:
                 return
             say("starting Hive Gateway on the composition made while the data loads ...")
-            write_supergraph(self.supergraph, with_urls(composition[1], self.stack.subgraph_urls))
-            self.held.close()  # every other port is taken: Hive Gateway binds its own now
-            self.stack._spawn_gateway(self.gateway, self.supergraph, self.env)
+            self.stack._start_gateway_on(composition[1], self.gateway, self.supergraph, self.env, self.held)
         except subprocess.TimeoutExpired:
             self.composer.kill()
         except (Stop, StackError, OSError):

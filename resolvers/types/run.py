@@ -573,16 +573,18 @@ async def _preload(runs: list[Run], wanted: set[str], info: Info) -> None:
     """One load_many per nested object a page asks for, instead of one awaited lookup per run
     (the same database round trips; much less per-item async work in the executor); the
     load_manys at once, as their lookups do not depend on each other."""
-    wanted_preloads = [(name, preload) for name, preload in _PRELOADS.items() if name in wanted and runs]
+    if not runs:
+        return
 
     async def preload(field_name: str, loader_name: str, key_of: Callable[[dict[str, Any]], str], convert: Callable) -> None:
         keys = [key_of(run.doc) for run in runs]
-        docs = await getattr(info.context.loaders, loader_name).load_many(list(dict.fromkeys(keys)))
-        objects = {key: convert(doc) for key, doc in zip(dict.fromkeys(keys), docs) if doc}
+        distinct = list(dict.fromkeys(keys))
+        docs = await getattr(info.context.loaders, loader_name).load_many(distinct)
+        objects = {key: convert(doc) for key, doc in zip(distinct, docs) if doc}
         for run, key in zip(runs, keys):
             run.preloaded[field_name] = objects.get(key)
 
-    await asyncio.gather(*(preload(name, *spec) for name, spec in wanted_preloads))
+    await asyncio.gather(*(preload(name, *spec) for name, spec in _PRELOADS.items() if name in wanted))
 
 
 def requested_fields(info: Info) -> set[str]:
