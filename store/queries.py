@@ -114,13 +114,14 @@ async def _published_runs(db: AsyncDatabase, lower: int, upper: int, need: int, 
     runs the page needs are read, by `_id`: with `rows`, their rows (store/run_rows.py), the rest
     whole (SecantusDB projects a document slower than it sends it: 11 of our runs, 15.7 ms whole,
     26.9 ms with LISTED_FIELDS)."""
-    window = db.events.find({"seq": {"$gte": lower, "$lt": upper}}, {"_id": 0, "seq": 1, "type": 1, "runDigest": 1})
+    window = db.events.find({"seq": {"$gte": lower, "$lt": upper}}, {"_id": 0, "seq": 1, "type": 1, "runDigest": 1, "source": 1})
     found = await window.batch_size(upper - lower + 1).to_list()  # one round trip: a seq is unique
     published = sorted((e for e in found if e["type"] == "run.published"), key=lambda e: e["seq"], reverse=True)[:need]
     if not published:
         return []
     digests = [e["runDigest"] for e in published]
-    runs = await run_rows.rows_of(db, digests) if rows else {}
+    with_rows = [e["runDigest"] for e in published if rows and run_rows.may_have_row(e.get("source"))]
+    runs = await run_rows.rows_of(db, with_rows) if with_rows else {}
     if missing := [d for d in digests if d not in runs]:
         runs |= {d["_id"]: d for d in await db.runs.find({"_id": {"$in": missing}}).to_list()}
     return [runs[d] for d in digests if d in runs]

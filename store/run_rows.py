@@ -25,6 +25,7 @@ from pymongo import DeleteMany, InsertOne, ReplaceOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
+from registry.controlled_format import SOURCE as SAMPLES_SOURCE
 from store.chunks import chunked
 
 Doc = dict[str, Any]
@@ -47,6 +48,13 @@ def keeps_row(member: Doc, row: Doc) -> bool:
     """Whether the run gets a row: its leaderboard `row` left per-case samples out of it."""
     native, kept = (member.get("spec") or {}).get("sourceNative") or {}, (row.get("spec") or {}).get("sourceNative") or {}
     return len(native.get("metrics") or {}) > len(kept.get("metrics") or {})
+
+
+def may_have_row(source: str | None) -> bool:
+    """Whether a run of `source` can have a row: only our controlled runs' leaderboard rows leave
+    samples out (registry/controlled_format.py run_level_metrics), so a page of other runs needs
+    no lookup here."""
+    return source == SAMPLES_SOURCE
 
 
 def listed_row(member: Doc, row: Doc) -> Doc:
