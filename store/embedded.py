@@ -120,11 +120,15 @@ class EmbeddedServer:
         startup_timeout_s: float = 30.0,
         log_path: Path | None = None,
         failpoints: bool = False,
+        cache_size: str | None = None,
     ):
         self.storage = str(storage)
         # Test suites inject faults with `configureFailPoint`; never on a served database, where
         # any client that reaches the port could arm one.
         self.failpoints = failpoints
+        # WiredTiger's cache (SecantusDB's default is 1G). An in-memory store keeps everything in
+        # it, its capped oplog included, so a long test session needs more than a served database.
+        self.cache_size = cache_size
         self.host = host
         self.port = port
         self.startup_timeout_s = startup_timeout_s
@@ -149,6 +153,8 @@ class EmbeddedServer:
             command.append("--sync-on-commit")
         if self.failpoints:
             command.append("--enable-test-commands")
+        if self.cache_size:
+            command += ["--cache-size", self.cache_size]
         self.process = subprocess.Popen(
             command,
             stdout=log,

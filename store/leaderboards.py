@@ -59,7 +59,8 @@ ROW_PROJECTION = {path: 1 for path in ROW_FIELDS}
 RANKING_FIELDS = {"rankValue": 1, "rankNoise": 1, "provenance.export.sha256": 1}
 MEMBER_PROJECTION = ROW_PROJECTION | RANKING_FIELDS | run_rows.REFERENCE_PROJECTION
 # The rows' shape: a database whose leaderboards have an older one gets them rebuilt on start
-# (backfill). 2: per-case metrics left out. 3: each row also in run_rows (store/run_rows.py).
+# (backfill). 2: per-case metrics left out. 3: the rows of runs with per-case samples also in
+# run_rows (store/run_rows.py).
 ROW_SHAPE = 3
 # A row is about 0.5-1 kB: past this many the document would be slower to read than a page of
 # runs (and nearer MongoDB's 16 MB limit); such a group keeps its head only.

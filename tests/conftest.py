@@ -30,6 +30,7 @@ from store.schema import ensure_schema
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SERVER_LOG = "secantusd.log"
+TEST_SERVER_CACHE = "4G"
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +39,12 @@ def mongo_uri(tmp_path_factory):
         yield os.environ["MONGODB_URI"]
         return
     log = tmp_path_factory.getbasetemp() / SERVER_LOG
-    with EmbeddedServer(":memory:", failpoints=True, log_path=log) as server:
+    # In memory, WiredTiger keeps every byte in its cache, the capped oplog (100,000 entries) too:
+    # one import of the bundled catalog writes ~43,000 of them, and at the default 1G the third
+    # import of a session failed with WT_CACHE_FULL (CI, and reproduced: three bootstraps, each
+    # database dropped after). 4G holds the full oplog beside the live data (RSS ~2.5 GB after
+    # nine bootstraps at 6G); the cache is a cap, not memory taken up front.
+    with EmbeddedServer(":memory:", failpoints=True, log_path=log, cache_size=TEST_SERVER_CACHE) as server:
         yield server.uri
 
 
