@@ -21,9 +21,9 @@ Each GraphQL request is paired with a raw `AsyncMongoClient` fetch of the same d
 same process and event loop, as a hand-written data layer would do it (independent lookups
 concurrent, dependent ones chained); the two alternate request by request:
 
-  (a) the run; then its protocol, environment, workload, implementation, definition and group
-      (concurrently), whose document carries its #1's row (store/leaderboards.py: the API reads
-      no leader run either). (GraphQL also reads the run's attestations.)
+  (a) the run; then its protocol, environment, workload, implementation, definition, group (whose
+      document carries its #1's row, store/leaderboards.py: the API reads no leader run either)
+      and its first attestations, concurrently.
   (b) the page of 101 current runs by `seq` descending (the find of `store.queries.runs_page`,
       projected to the listed fields, `LISTED_FIELDS`, as the API reads it for this query);
       then `$in` lookups of the page's protocols, environments and groups (concurrently).
@@ -33,7 +33,9 @@ error masking on) in-process with httpx.ASGITransport + asgi_lifespan.LifespanMa
 (unless --no-uvicorn) through a live uvicorn child process (this file with --serve) on 127.0.0.1
 over HTTP keep-alive. Every GraphQL answer is checked against the raw fetch once before timing.
 Prints p50/p99 latency, requests/s (sequential: 1 / mean latency) and the GraphQL/raw ratio of the
-p50s against the targets (a) ≤ 2×, (b) ≤ 3×; then database commands per request, the cost of
+p50s against the targets (a) ≤ 2×, (b) ≤ 3×, beside the request floor (`{ __typename }` on the
+same transport, timed in the same alternation: what any request costs with no resolver and no
+database); then database commands per request, the cost of
 graphql-core's parse + validate of each query text and of its execution alone over each answer
 (`executor_floor_ms`: the part of GraphQL − raw that lies in graphql-core walking the fields),
 and the garbage collection this process did inside the in-process requests.
@@ -84,6 +86,7 @@ TARGETS = {"dossier": 2.0, "page": 3.0}
 SCENARIOS = ("dossier", "page", "page-op")
 BATCH = 500
 PAGE = 100
+ATTESTATIONS = 20  # DOSSIER_QUERY's attestations(first: 20)
 
 # Every field the run record page (seed/run-record-37369.txt) shows, plus what a frontend needs
 # to link onwards (IDs).
@@ -203,13 +206,15 @@ async def raw_dossier(db, digest: str) -> dict[str, Any]:
         group = await db.comparison_groups.find_one({"_id": run["groupKey"]})
         return group, ((group or {}).get("leaderboard") or {}).get("leader")
 
-    protocol, environment, workload, implementation, definition, (group, leader) = await asyncio.gather(
+    protocol, environment, workload, implementation, definition, (group, leader), attestations = await asyncio.gather(
         db.protocols.find_one({"_id": spec["protocolDigest"]}),
         db.environments.find_one({"_id": spec["environmentDigest"]}),
         db.workloads.find_one({"_id": spec["workloadDigest"]}),
         db.implementations.find_one({"_id": spec["implementationDigest"]}),
         db.definitions.find_one({"_id": run["definitionDigest"]}),
         group_and_leader(),
+        # The page's first 20 attestations of the run, as store.queries.attestations_page asks.
+        db.attestations.find({"spec.subjectDigest": digest}).sort("seq", 1).limit(ATTESTATIONS + 1).to_list(),
     )
     return {
         "run": run,
@@ -220,6 +225,7 @@ async def raw_dossier(db, digest: str) -> dict[str, Any]:
         "definition": definition,
         "group": group,
         "leader": leader,
+        "attestations": attestations,
     }
 
 
@@ -276,6 +282,7 @@ def check_dossier(data: dict[str, Any], raw: dict[str, Any]) -> None:
     leader = raw["leader"]
     assert (run["group"]["leader"] or {}).get("digest") == (leader and leader["_id"]), "dossier: leader differs"
     assert run["implementation"]["revision"] == raw["implementation"]["spec"]["revision"]
+    assert len(run["attestations"]["edges"]) == min(len(raw["attestations"]), ATTESTATIONS), "dossier: attestations differ"
 
 
 def check_page(data: dict[str, Any], raw: dict[str, Any]) -> None:
@@ -339,19 +346,30 @@ def _on_gc(phase: str, info: dict[str, Any]) -> None:
 gc.callbacks.append(_on_gc)
 
 
+FLOOR_QUERY = "{ __typename }"
+
+
 async def measure(
-    gql: Callable[[int], Awaitable[Any]], raw: Callable[[int], Awaitable[Any]], iterations: int, warmup: int
-) -> tuple[Series, Series]:
-    """Alternate one GraphQL request and one raw fetch of the same documents per iteration, so
-    both see the same machine state (the database server shares these two cores)."""
+    gql: Callable[[int], Awaitable[Any]],
+    raw: Callable[[int], Awaitable[Any]],
+    floor: Callable[[], Awaitable[Any]],
+    iterations: int,
+    warmup: int,
+) -> tuple[Series, Series, Series]:
+    """Alternate one GraphQL request, one raw fetch of the same documents and one request of
+    FLOOR_QUERY per iteration, so all three see the same machine state (the database server
+    shares these two cores). The floor is what any request costs on the same path with no
+    resolver and no database: the transport, strawberry's view, extensions and context."""
     for i in range(warmup):
         await gql(i)
         await raw(i)
-    g, r = Series(), Series()
+        await floor()
+    g, r, f = Series(), Series(), Series()
     for i in range(iterations):
         await g.time(gql(warmup + i))
         await r.time(raw(warmup + i))
-    return g, r
+        await f.time(floor())
+    return g, r, f
 
 
 def parse_validate_ms(schema, query: str, repeat: int = 30) -> float:
@@ -518,13 +536,14 @@ async def bench(uri: str, database: str, args: argparse.Namespace, console: Cons
             rows = []
             for transport, http in transports:
                 for case in cases:
-                    g, r = await measure(
+                    g, r, f = await measure(
                         lambda i, http=http, case=case: graphql(http, case.query, case.variables(i)),
                         case.raw,
+                        lambda http=http: graphql(http, FLOOR_QUERY, {}),
                         case.iterations,
                         case.warmup,
                     )
-                    rows.append((case, transport, g, r))
+                    rows.append((case, transport, g, r, f))
             for _, http in transports:
                 await http.aclose()
             met = report(console, args, rows, cases)
@@ -557,11 +576,14 @@ def report(console: Console, args: argparse.Namespace, rows, cases: list[Scenari
         "raw req/s",
         "GQL/raw p50",
         "GQL−raw p50",
+        "floor p50",
+        "walk",
+        "(raw+floor+walk)/raw",
         "target",
     ):
         table.add_column(column, justify="left" if column in {"scenario", "transport"} else "right")
     all_ok = True
-    for case, transport, g, r in rows:
+    for case, transport, g, r, f in rows:
         ratio = g.p(50) / r.p(50)
         ok = ratio <= case.target
         all_ok = all_ok and ok
@@ -577,6 +599,9 @@ def report(console: Console, args: argparse.Namespace, rows, cases: list[Scenari
             f"{r.rate():,.0f}",
             f"[{'green' if ok else 'red'}]{ratio:.2f}×[/]",
             f"{g.p(50) - r.p(50):.2f}",
+            f"{f.p(50):.2f}",
+            f"{case.executor_floor_ms:.2f}",
+            f"{(r.p(50) + f.p(50) + case.executor_floor_ms) / r.p(50):.2f}×",
             f"≤ {case.target:.0f}× {'ok' if ok else 'MISSED'}",
         )
     console.print(table)
@@ -591,7 +616,12 @@ def report(console: Console, args: argparse.Namespace, rows, cases: list[Scenari
         for case in cases:
             console.print(f"{case.label} commands, GraphQL: {', '.join(case.trips[0])}")
             console.print(f"{case.label} commands, raw: {', '.join(case.trips[1])}")
-    for case, transport, g, r in rows:
+    console.print(
+        f"floor: `{FLOOR_QUERY}` on the same transport, timed between the scenario's requests (no resolver, "
+        "no database); walk: graphql-core executing the document over its answer alone (below); "
+        "(raw+floor+walk)/raw: the ratio of a GraphQL layer whose resolvers cost nothing"
+    )
+    for case, transport, g, r, _ in rows:
         if transport == "in-process":
             n = len(g.samples)
             console.print(
