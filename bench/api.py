@@ -423,14 +423,14 @@ def serve(uri: str, database: str, port: int) -> None:
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on")
 
 
-def start_uvicorn(uri: str, database: str) -> tuple[subprocess.Popen, str]:
+def start_uvicorn(uri: str, database: str, timeout: float = 30) -> tuple[subprocess.Popen, str]:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, __file__, "--serve", uri, database, str(port)],
         stdin=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
-    wait_ready(process, answers(f"{base}/healthz"), "uvicorn", timeout=30)
+    wait_ready(process, answers(f"{base}/healthz"), "uvicorn", timeout=timeout)
     return process, base
 
 

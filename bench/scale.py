@@ -26,7 +26,9 @@ started on the database and asked, one request at a time after a warm-up:
   dossier query       GraphQL run(id:) with the dossier page's selection
 
 One table: per size, the import rate of that step (runs/s and the database's CPU seconds per
-1,000 runs), each read's p50 and p99 (server time for the pages, client time for GraphQL), the
+1,000 runs), how long the server took to answer /healthz once started on the store (its
+start-up and the database's first answer after the import; `--ready-timeout-s`, past which that
+size has no reads and the run stops), each read's p50 and p99 (server time for the pages, client time for GraphQL), the
 database's size on disk and the server's resident memory. `--budget-s` bounds the whole run: a
 size whose import would not finish in it (estimated from the rate so far) is not started, and
 the table says where it stopped; so does `--max-rss-gib` (the machine is shared): growing stops
@@ -236,6 +238,10 @@ def time_graphql(http: httpx.Client, query: str, variables, iterations: int, war
     return samples
 
 
+def _seconds(ready_s: float | None, timeout_s: float) -> str:
+    return f"{ready_s:.1f}" if ready_s is not None else f"> {timeout_s:g}"
+
+
 def reads(base: str, iterations: int, warmup: int) -> dict[str, tuple[float, float]]:
     """p50 and p99 of each page and query."""
     rng = random.Random(7)
@@ -270,6 +276,9 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=50, help="timed requests per read and size (default 50)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed requests first (default 5)")
     parser.add_argument("--max-rss-gib", type=float, default=8, help="stop growing when the database's RSS passes this (default 8)")
+    parser.add_argument(
+        "--ready-timeout-s", type=float, default=600, help="how long the server may take to answer /healthz at a size (default 600)"
+    )
     parser.add_argument("--budget-s", type=float, default=3600, help="stop before a size whose import would end past this (default 3600)")
     args = parser.parse_args()
     sizes = sorted(int(s.replace("_", "")) for s in args.sizes.split(","))
@@ -313,11 +322,22 @@ def main() -> int:
                         f"{size:,} runs not reached: stopped at {have:,}, the database's RSS passed --max-rss-gib {args.max_rss_gib:g}"
                     )
                     console.print(stopped)
-                process, base = start_uvicorn(server.uri, database)
+                # How long the server takes to answer /healthz on a store this size (its start-up
+                # and the database's first answer after the import), then its reads.
+                starting = time.perf_counter()
+                measured: dict[str, tuple[float, float]] = {}
+                process = None
                 try:
-                    measured = reads(base, args.iterations, args.warmup)
-                finally:
-                    stop(process)
+                    process, base = start_uvicorn(server.uri, database, timeout=args.ready_timeout_s)
+                except SystemExit as failed:
+                    stopped = f"{have:,} runs: no reads: {failed}"
+                    console.print(stopped)
+                ready_s = time.perf_counter() - starting if process is not None else None
+                if process is not None:
+                    try:
+                        measured = reads(base, args.iterations, args.warmup)
+                    finally:
+                        stop(process)
                 rows.append(
                     (
                         have,
@@ -325,29 +345,35 @@ def main() -> int:
                         synthetic.operations + len(synthetic.definitions),
                         rate,
                         per_k,
+                        ready_s,
                         measured,
                         disk_bytes(storage),
                         rss_mib(pid),
                         load_average(),
                     )
                 )
-                console.print(f"{have:,} runs: " + ", ".join(f"{k} {v[0]:.1f} / {v[1]:.1f} ms" for k, v in measured.items()))
+                console.print(
+                    f"{have:,} runs: server ready in {_seconds(ready_s, args.ready_timeout_s)} s; "
+                    + ", ".join(f"{k} {v[0]:.1f} / {v[1]:.1f} ms" for k, v in measured.items())
+                )
                 if stopped:
                     break
     table = Table(
         title=f"cost by size: the bundled catalog + SYNTHETIC runs in its shapes and cohort sizes, {args.iterations} requests per read "
         "(p50 / p99 ms: pages server time, queries client time)"
     )
-    for column in ("runs", "cohorts", "operations", "import runs/s", "db CPU s / 1k runs", *labels, "db on disk MB", "db RSS MiB", "load"):
+    columns = ("runs", "cohorts", "operations", "import runs/s", "db CPU s / 1k runs", "server ready s", *labels)
+    for column in (*columns, "db on disk MB", "db RSS MiB", "load"):
         table.add_column(column, justify="right")
-    for size, cohorts, operations, rate, per_k, measured, disk, rss, load in rows:
+    for size, cohorts, operations, rate, per_k, ready_s, measured, disk, rss, load in rows:
         table.add_row(
             f"{size:,}",
             f"{cohorts:,}",
             f"{operations:,}",
             f"{rate:,.0f}",
             f"{per_k:.2f}",
-            *(f"{measured[label][0]:.1f} / {measured[label][1]:.1f}" for label in labels),
+            _seconds(ready_s, args.ready_timeout_s),
+            *(f"{measured[label][0]:.1f} / {measured[label][1]:.1f}" if label in measured else "—" for label in labels),
             f"{disk / 1e6:,.0f}",
             f"{rss:,.0f}",
             load.split()[0],
