@@ -28,10 +28,10 @@ started on the database and asked, one request at a time after a warm-up:
 One table: per size, the import rate of that step (runs/s and the database's CPU seconds per
 1,000 runs), how long the server took to answer /healthz once started on the store (its
 start-up and the database's first answer after the import; `--ready-timeout-s`, past which that
-size has no reads and the run stops), each read's p50 and p99 (server time for the pages, client time for GraphQL), the
-database's size on disk and the server's resident memory. `--budget-s` bounds the whole run: a
-size whose import would not finish in it (estimated from the rate so far) is not started, and
-the table says where it stopped; so does `--max-rss-gib` (the machine is shared): growing stops
+size has no reads and the run stops), each read's p50 and p99 (server time for the pages, client
+time for GraphQL), the database's size on disk and the server's resident memory. `--budget-s`
+bounds the whole run: a size whose import would not finish in it (estimated from the rate so
+far) is not started, and the table says where it stopped; so does `--max-rss-gib` (the machine is shared): growing stops
 once the database's resident memory passes it, and the reads are measured where it stopped.
 """
 
@@ -326,14 +326,14 @@ def main() -> int:
                 # and the database's first answer after the import), then its reads.
                 starting = time.perf_counter()
                 measured: dict[str, tuple[float, float]] = {}
-                process = None
                 try:
                     process, base = start_uvicorn(server.uri, database, timeout=args.ready_timeout_s)
                 except SystemExit as failed:
+                    ready_s = None
                     stopped = f"{have:,} runs: no reads: {failed}"
                     console.print(stopped)
-                ready_s = time.perf_counter() - starting if process is not None else None
-                if process is not None:
+                else:
+                    ready_s = time.perf_counter() - starting
                     try:
                         measured = reads(base, args.iterations, args.warmup)
                     finally:
