@@ -186,23 +186,29 @@ async def import_catalog(uri: str, database: str) -> tuple[Synthetic, float, flo
         await client.close()
 
 
-async def grow(uri: str, database: str, synthetic: Synthetic, n: int, pid: int, max_rss_mib: float) -> tuple[int, float, float]:
+async def grow(
+    uri: str, database: str, synthetic: Synthetic, n: int, pid: int, max_rss_mib: float
+) -> tuple[int, float, float, dict[str, float]]:
     """Write n more runs through store.catalog.write_plan, stopping early when the database's
-    resident memory passes max_rss_mib; (runs written, seconds making plans, seconds writing)."""
+    resident memory passes max_rss_mib; (runs written, seconds making plans, seconds writing,
+    the writing's seconds by write_plan's steps)."""
     client = make_client(uri)
     try:
         db = client[database]
         built = writing = 0.0
         done = 0
+        steps: dict[str, float] = {}
         while done < n and rss_mib(pid) < max_rss_mib:
             started = time.perf_counter()
             plan = synthetic.plan(min(PLAN_RUNS, n - done))
             built += time.perf_counter() - started
             started = time.perf_counter()
-            await write_plan(db, plan, datetime.now(UTC))
+            outcome = await write_plan(db, plan, datetime.now(UTC))
             writing += time.perf_counter() - started
+            for step, seconds in outcome.seconds.items():
+                steps[step] = steps.get(step, 0.0) + seconds
             done += len(plan.runs)
-        return done, built, writing
+        return done, built, writing, steps
     finally:
         await client.close()
 
@@ -308,13 +314,14 @@ def main() -> int:
                     break
                 load_at_start = load_average()
                 cpu = process_cpu_seconds(pid)
-                done, built, writing = asyncio.run(grow(server.uri, database, synthetic, size - have, pid, args.max_rss_gib * 1024))
+                done, built, writing, steps = asyncio.run(grow(server.uri, database, synthetic, size - have, pid, args.max_rss_gib * 1024))
                 db_cpu = process_cpu_seconds(pid) - cpu
                 rate = done / (built + writing) if done else rate
                 console.print(
                     f"{have + done:,} runs: {done:,} written in {built + writing:.0f} s ({built:.0f} s making plans), "
                     f"{rate:,.0f} runs/s, database CPU {db_cpu:.0f} s, RSS {rss_mib(pid):,.0f} MiB; load {load_at_start} -> {load_average()}"
                 )
+                console.print("  writing, by write_plan's steps: " + "; ".join(f"{step} {seconds:.0f} s" for step, seconds in steps.items()))
                 per_k = db_cpu / done * 1000 if done else float("nan")
                 have += done
                 if have < size:

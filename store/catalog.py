@@ -280,13 +280,16 @@ async def _write_groups(
         seq = first_seq
         new_groups, group_updates, rank_updates, event_docs, record_docs, boards = [], [], [], [], [], []
         superseded_here = {old for old in leaving if leaving[old] in group_keys}
-        for doc in arriving:
-            doc.update(seq=seq, current=True, storedAt=now)
-            seq += 1
         by_key: dict[str, list[dict[str, Any]]] = {}
         for doc in arriving:
             by_key.setdefault(doc["groupKey"], []).append(doc)
         for key in group_keys:
+            # Each cohort's runs, then its group.changed event: numbered in turn, so that the
+            # newest runs are never behind a block of a whole batch's group events (the newest
+            # runs list reads events by seq window, each one fetched: bench/README.md, 6/8).
+            for doc in by_key.get(key, ()):
+                doc.update(seq=seq, current=True, storedAt=now)
+                seq += 1
             group = groups.get(key)
             is_new = group is None
             if is_new:

@@ -1,5 +1,6 @@
 """Named counters in one collection (`counters`: `{_id: name, seq}`): the event sequence
-(store/events.py) and the stored-definitions number (store/definitions_stored.py)."""
+(store/events.py), the stored-definitions number (store/definitions_stored.py) and the shape of
+the leaderboards' rows once all have it (store/leaderboards.py)."""
 
 from __future__ import annotations
 

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import OperationFailure, PyMongoError
 
+from store.events import last_seq
 from store.read_models import read
 
 log = logging.getLogger("kernelindex.events")
@@ -44,7 +45,10 @@ log = logging.getLogger("kernelindex.events")
 Doc = dict[str, Any]
 T = TypeVar("T")
 
-REPLAY_PAGE = 200  # events per backlog read
+# Events are read from the collection by ranges of `seq`, REPLAY_PAGE numbers at a time, never
+# by "after X, sorted, limit": SecantusDB fetches every document of a range before a limit
+# applies, so an open-ended read costs every event after X (0.79 s for 200 events at 40,000).
+REPLAY_PAGE = 200  # seq numbers per backlog read: at most that many events
 DEFAULT_QUEUE_SIZE = 1000  # events a subscriber may fall behind before it re-reads the log
 DEFAULT_GAP_TIMEOUT_S = 0.5
 MAX_REMEMBERED_SKIPS = 1000
@@ -57,7 +61,7 @@ class StreamUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class EventFilter:
-    """Events of one type whose fields equal the given values (a query and a predicate)."""
+    """Events of one type whose fields equal the given values."""
 
     type: str
     equals: tuple[tuple[str, Any], ...] = ()
@@ -68,9 +72,6 @@ class EventFilter:
 
     def matches(self, event: Doc) -> bool:
         return event.get("type") == self.type and all(event.get(k) == v for k, v in self.equals)
-
-    def query(self) -> Doc:
-        return {"type": self.type, **dict(self.equals)}
 
 
 @dataclass(eq=False)
@@ -170,8 +171,7 @@ class EventHub:
         # The watermark starts at the newest stored event. Numbers missing just below it may be
         # reserved by a writer that has not committed yet: they count as given up, so that they
         # are still released if they arrive.
-        recent = await self.db.events.find({}, {"seq": 1, "_id": 0}).sort("seq", -1).limit(MAX_REMEMBERED_SKIPS).to_list()
-        seqs = {doc["seq"] for doc in recent}
+        seqs = await self._newest_seqs()
         if seqs:
             self.watermark = max(seqs)
             for seq in range(min(seqs) + 1, self.watermark):
@@ -179,6 +179,19 @@ class EventHub:
                     self.skipped[seq] = None
         self._running = True
         self._task = asyncio.create_task(self._run(stream), name="kernelindex-event-hub")
+
+    async def _newest_seqs(self) -> set[int]:
+        """The stored events' numbers among the last MAX_REMEMBERED_SKIPS handed out (or further
+        back, window by window, when none of those was used): a range, read at any store size in
+        the same time (a sorted read of the newest thousand walked every event: 21 s at a million)."""
+        upper = await last_seq(self.db)
+        while upper > 0:
+            lower = max(0, upper - MAX_REMEMBERED_SKIPS)
+            found = await self.db.events.find({"seq": {"$gt": lower, "$lte": upper}}, {"seq": 1, "_id": 0}).to_list()
+            if found:
+                return {doc["seq"] for doc in found}
+            upper = lower
+        return set()
 
     async def stop(self) -> None:
         self._running = False
@@ -244,14 +257,14 @@ class EventHub:
                 token = stream.resume_token
 
     async def _catch_up(self) -> None:
-        after = self.watermark
-        while True:
-            page = await self.db.events.find({"seq": {"$gt": after}}).sort("seq", 1).limit(REPLAY_PAGE).to_list()
-            for event in page:
+        """Everything stored after the watermark, up to the newest number handed out now (what
+        commits later comes through the stream, opened before this is called)."""
+        after, upto = self.watermark, await last_seq(self.db)
+        while after < upto:
+            top = min(upto, after + REPLAY_PAGE)
+            for event in await self.db.events.find({"seq": {"$gt": after, "$lte": top}}).sort("seq", 1).to_list():
                 self._receive(event)
-            if len(page) < REPLAY_PAGE:
-                return
-            after = page[-1]["seq"]
+            after = top
 
     # ------------------------------------------------------------ ordering
 
@@ -325,16 +338,15 @@ class EventHub:
     async def backlog(self, flt: EventFilter, *, after: int, upto: int, exclude: frozenset[int] = frozenset()) -> AsyncIterator[Doc]:
         """Stored events matching `flt` with after < seq <= upto, in order, a page at a time."""
         while after < upto:
-            query: Doc = {**flt.query(), "seq": {"$gt": after, "$lte": upto}}
-            skip = sorted(s for s in exclude if after < s <= upto)
-            if skip:
-                query["seq"]["$nin"] = skip[:REPLAY_PAGE]
-            page = await self.db.events.find(query).sort("seq", 1).limit(REPLAY_PAGE).to_list()
-            for event in page:
-                yield event
-            if len(page) < REPLAY_PAGE:
-                return
-            after = page[-1]["seq"]
+            # The range alone is sent and the filter applied here: SecantusDB walks the `seq`
+            # index for a filter of `seq` alone, while other fields beside it may turn the read
+            # into a scan of every event.
+            top = min(upto, after + REPLAY_PAGE)
+            window = await self.db.events.find({"seq": {"$gt": after, "$lte": top}}).sort("seq", 1).to_list()
+            for event in window:
+                if flt.matches(event) and event["seq"] not in exclude:
+                    yield event
+            after = top
 
     # ------------------------------------------------------------ shared look-ups
 

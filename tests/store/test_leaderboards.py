@@ -142,6 +142,18 @@ async def test_backfill_builds_what_an_older_database_lacks(db):
     await assert_every_leaderboard_agrees(db)
 
 
+async def test_a_backfill_that_left_nothing_to_build_is_not_searched_for_again(db):
+    """Finding groups to build reads every group; after a backfill found none, a start reads
+    only the mark (a group of an older shape written afterwards is not looked for)."""
+    await publish_many(db, [factories.run_bundle(str(i), score=i / 10, user=f"u{i}") for i in range(3)])
+    assert await leaderboards.backfill(db) == 0
+    await db.comparison_groups.update_many({}, {"$unset": {"leaderboard": ""}})
+    assert await leaderboards.backfill(db) == 0
+    assert await db.comparison_groups.count_documents({"leaderboard": {"$exists": False}}) == 1
+    await db.counters.delete_one({"_id": leaderboards.SHAPE_MARK})  # a database from before the mark
+    assert await leaderboards.backfill(db) == 1
+
+
 class RunReads(monitoring.CommandListener):
     def __init__(self):
         self.finds: list[str] = []

@@ -5,11 +5,13 @@ from datetime import UTC, datetime
 
 import pytest
 
-from store.event_stream import EventFilter, EventHub
+from store.event_stream import REPLAY_PAGE, EventFilter, EventHub
 
 
 async def _insert(db, *seqs, type_="run.published", **fields):
+    """As a writer does (store/events.py): the number reserved from the counter, then the event."""
     for seq in seqs:
+        await db.counters.update_one({"_id": "events"}, {"$max": {"seq": seq}}, upsert=True)
         await db.events.insert_one({"seq": seq, "type": type_, "at": datetime.now(UTC), **fields})
 
 
@@ -65,6 +67,23 @@ async def test_filters_apply_to_backlog_and_live(db, hub):
         await _insert(db, 4, gpu="B")
         await _insert(db, 5, gpu="A")
         assert await _take(source, 2) == [1, 5]
+
+
+async def test_a_backlog_longer_than_a_read_arrives_whole_and_in_order(db, hub):
+    """The backlog is read a range of numbers at a time (REPLAY_PAGE): a cursor far behind,
+    with a filter most events fail, still gets every match once."""
+    count = 2 * REPLAY_PAGE + 57
+    await db.events.insert_many(
+        [{"seq": s, "type": "run.published", "gpu": "A" if s % 3 == 0 else "B", "at": datetime.now(UTC)} for s in range(1, count + 1)]
+    )
+    await db.counters.update_one({"_id": "events"}, {"$max": {"seq": count}}, upsert=True)
+    await asyncio.sleep(0.3)  # the hub releases them (its watermark reaches `count`)
+    with hub.subscribe(EventFilter.of("run.published", gpu="A")) as sub:
+        source = sub.events(0)
+        expected = [s for s in range(1, count + 1) if s % 3 == 0]
+        assert await _take(source, len(expected)) == expected
+        await _insert(db, count + 3, gpu="A")
+        assert await _take(source, 1) == [count + 3]
 
 
 async def test_a_slow_subscriber_overflows_and_catches_up_from_the_log(db):
