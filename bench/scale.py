@@ -321,7 +321,9 @@ def main() -> int:
                     f"{have + done:,} runs: {done:,} written in {built + writing:.0f} s ({built:.0f} s making plans), "
                     f"{rate:,.0f} runs/s, database CPU {db_cpu:.0f} s, RSS {rss_mib(pid):,.0f} MiB; load {load_at_start} -> {load_average()}"
                 )
-                console.print("  writing, by write_plan's steps: " + "; ".join(f"{step} {seconds:.0f} s" for step, seconds in steps.items()))
+                console.print(
+                    "  writing, by write_plan's steps: " + "; ".join(f"{step} {seconds:.0f} s" for step, seconds in steps.items())
+                )
                 per_k = db_cpu / done * 1000 if done else float("nan")
                 have += done
                 if have < size:
