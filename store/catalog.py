@@ -35,7 +35,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
 from registry.ranking import Entry, RankRule, leader, rank_entries
-from store import events, leaderboards, records
+from store import events, leaderboards, records, source_records
 from store.chunks import chunked
 from store.group_members import UNRANKED_ORDER, current_members, rank_order
 from store.publish import insert_ignoring_duplicates
@@ -244,10 +244,8 @@ async def _current_by_source_record(db: AsyncDatabase, records: list[tuple[str, 
     for source, external_id in records:
         by_source.setdefault(source, set()).add(external_id)
     for source, ids in by_source.items():
-        for chunk in chunked(sorted(ids), 500):
-            query = {"source": source, "externalId": {"$in": chunk}, "current": True}
-            async for doc in db.runs.find(query, {"_id": 1, "externalId": 1, "groupKey": 1}):
-                out.setdefault((source, doc["externalId"]), {})[doc["groupKey"]] = doc["_id"]
+        async for doc in source_records.current_runs_of_records(db, source, ids, {"_id": 1, "groupKey": 1}, chunk=500):
+            out.setdefault((source, doc["externalId"]), {})[doc["groupKey"]] = doc["_id"]
     return out
 
 
@@ -271,9 +269,11 @@ async def _write_groups(
                 groups[g["_id"]] = g
         members: dict[str, list[dict[str, Any]]] = {}
         for chunk in chunked(group_keys):
-            query = {"groupKey": {"$in": chunk}, "current": True}
-            async for doc in db.runs.find(query, {**leaderboards.MEMBER_PROJECTION, "groupKey": 1}, session=session):
-                if doc["_id"] not in leaving:  # superseded in this write
+            # `groupKey` alone, `current` checked here: beside it SecantusDB scans every run
+            # (store/group_members.py), a cost per chunk that grew with the store.
+            fields = {**leaderboards.MEMBER_PROJECTION, "groupKey": 1, "current": 1}
+            async for doc in db.runs.find({"groupKey": {"$in": chunk}}, fields, session=session):
+                if doc["current"] is True and doc["_id"] not in leaving:  # not superseded, before or in this write
                     members.setdefault(doc["groupKey"], []).append(doc)
         arriving = [dict(doc) for key in group_keys for doc in by_group.get(key, ())]
         first_seq = await events.reserve(db, len(arriving) + len(group_keys), session) if arriving or group_keys else 0

@@ -261,10 +261,8 @@ async def _current_runs_by_external_id(
     for source, external_id in externals:
         by_source.setdefault(source, set()).add(external_id)
     for source, ids in by_source.items():
-        for chunk in chunked(sorted(ids)):
-            query = {"source": source, "externalId": {"$in": chunk}, "current": True}
-            async for doc in db.runs.find(query, {"_id": 1, "externalId": 1}, session=session):
-                out[(source, doc["externalId"])] = doc["_id"]
+        async for doc in source_records.current_runs_of_records(db, source, ids, {"_id": 1}, session=session):
+            out[(source, doc["externalId"])] = doc["_id"]
     return out
 
 

@@ -7,12 +7,36 @@ its spec, so new loader code mostly rebuilds the same runs)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
 from pymongo import UpdateOne
+from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.database import AsyncDatabase
 
-from store.chunks import chunked
+from store.chunks import IN_CHUNK, chunked
 
 FIELD = "sourceRecord"
+
+
+async def current_runs_of_records(
+    db: AsyncDatabase,
+    source: str,
+    external_ids: Iterable[str],
+    projection: dict[str, int],
+    *,
+    session: AsyncClientSession | None = None,
+    chunk: int = IN_CHUNK,
+) -> AsyncIterator[dict[str, Any]]:
+    """The current runs of `source` that hold these source records (`externalId`s), with
+    `projection` and `externalId`. Only the ids are sent: SecantusDB walks the `external_id` index
+    for an `$in` on `externalId` alone, and with `source` and `current` beside it scans every run
+    (a cost that grows with the store, paid per chunk by every import); the rest is checked here."""
+    fields = {**projection, "externalId": 1, "source": 1, "current": 1}
+    for ids in chunked(sorted(set(external_ids)), chunk):
+        async for doc in db.runs.find({"externalId": {"$in": ids}}, fields, session=session):
+            if doc.get("source") == source and doc.get("current") is True:
+                yield doc
 
 
 async def stored_fingerprints(
@@ -29,11 +53,9 @@ async def stored_fingerprints(
             if doc.get(FIELD) and doc.get("externalId") in wanted:
                 found[doc["externalId"]] = doc[FIELD]
         return found
-    for chunk in chunked(sorted(set(external_ids))):
-        query = {"source": source, "externalId": {"$in": chunk}, "current": True}
-        async for doc in db.runs.find(query, projection):
-            if doc.get(FIELD):
-                found[doc["externalId"]] = doc[FIELD]
+    async for doc in current_runs_of_records(db, source, external_ids, projection):
+        if doc.get(FIELD):
+            found[doc["externalId"]] = doc[FIELD]
     return found
 
 
