@@ -97,29 +97,36 @@ async def _add_provenance(db: AsyncDatabase, collection: str, docs: list[dict[st
     return changed
 
 
-# Past this many ids, one collection scan of `_id`s beats `$in` queries on SecantusDB (about
-# 2.5 µs a document scanned against 40 µs a document fetched through an index, and `$in` slows
-# down past a few hundred values: store/chunks.py, docs/architecture.md).
-SCAN_OVER = 200
-
-
-async def _ids_in(db: AsyncDatabase, collection: str, ids: Iterable[str], extra: dict[str, Any] | None = None) -> set[str]:
-    """Which of `ids` are stored (and match `extra`)."""
-    wanted = set(ids)
+async def _ids_in(db: AsyncDatabase, collection: str, ids: Iterable[str]) -> set[str]:
+    """Which of `ids` are stored, by `$in` chunks of `_id`s: a cost of the ids asked, not of the
+    collection. (A scan of every `_id` past 200 ids was cheaper in a small store and grew with it:
+    at a million runs a 20,000-run plan's scans of the definitions and runs took seconds each,
+    bench/README.md.)"""
     found: set[str] = set()
-    if len(wanted) > SCAN_OVER:
-        async for doc in db[collection].find(extra or {}, {"_id": 1}):
-            if doc["_id"] in wanted:
-                found.add(doc["_id"])
-        return found
-    for chunk in chunked(sorted(wanted)):
-        async for doc in db[collection].find({"_id": {"$in": chunk}, **(extra or {})}, {"_id": 1}):
+    for chunk in chunked(sorted(set(ids))):
+        async for doc in db[collection].find({"_id": {"$in": chunk}}, {"_id": 1}):
             found.add(doc["_id"])
     return found
 
 
+# Past this many ids, one collection scan beats `$in` queries with a second condition: SecantusDB
+# plans `{_id: {$in}, other}` as a scan of the collection per query (store/chunks.py).
+SCAN_OVER = 200
+
+
 async def _lacking_provenance(db: AsyncDatabase, collection: str, ids: set[str], key: str) -> set[str]:
-    return await _ids_in(db, collection, ids, {f"{PROVENANCE}.export.sha256": {"$ne": key}})
+    """Which of `ids` (stored) do not name the export `key` in their provenance yet."""
+    lacking = {f"{PROVENANCE}.export.sha256": {"$ne": key}}
+    found: set[str] = set()
+    if len(ids) > SCAN_OVER:
+        async for doc in db[collection].find(lacking, {"_id": 1}):
+            if doc["_id"] in ids:
+                found.add(doc["_id"])
+        return found
+    for chunk in chunked(sorted(ids)):
+        async for doc in db[collection].find({"_id": {"$in": chunk}, **lacking}, {"_id": 1}):
+            found.add(doc["_id"])
+    return found
 
 
 async def write_plan(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOutcome:
@@ -130,7 +137,7 @@ async def write_plan(db: AsyncDatabase, plan: Any, now: datetime) -> WriteOutcom
     `supersede` (module docstring)."""
     outcome = WriteOutcome()
     key = plan.export_sha256
-    # 1. Immutable objects. Few collections have many documents; `$in` chunks of 500 keep
+    # 1. Immutable objects, looked up by `_id` in `$in` chunks, which keep
     # SecantusDB's per-query cost low (store/chunks.py).
     for collection, docs in plan.objects.items():
         started = time.perf_counter()
