@@ -12,7 +12,11 @@
 // Variants (template): kN (tile columns, 256 or 128), kStages (ring depth), kPass (warps 1-3 of
 // warpgroup 0 rewrite each stage's A box in place — an identity, results unchanged — before the
 // consumers may read it: the shared-memory traffic and hand-over of a transform that writes G
-// once per tile, without its arithmetic).
+// once per tile, without its arithmetic), kX (the transform itself on a dX-like k-block: A is
+// g, a second box x̂ rides in each stage (stages of 64 KiB, 3 of them), and warps 1-3 rewrite A
+// into G = rstd·(ĝ − m·x̂), ĝ = g + g·w rounded once (t2's kFast arithmetic, one bf16x2 FMA), with
+// rstd and m of (row, head = (k-block / 4) mod 6) and w of d = (k-block mod 4)·64 + column from
+// global memory; warpgroup 0 then keeps 104 registers, the consumers 200).
 // Host API (extern "C", ctypes): wp_launch, wp_smem. Lab only: not part of any registry entry.
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -71,17 +75,32 @@ __device__ __forceinline__ void wgmma_m64n256k16_w(float (&d)[128], uint64_t des
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
 }
 
-template <int kN, int kStages>
+template <int kN, int kStages, bool kX>
 constexpr int smem_bytes() {
-  return kStages * (kABytes + kBK * kN * 2) + 1024 + 3 * kStages * 8;
+  return kStages * (kABytes * (kX ? 2 : 1) + kBK * kN * 2) + 1024 + 3 * kStages * 8;
 }
 
-template <int kN, int kStages, bool kPass>
+struct XArgs {  // kX only
+  const __nv_bfloat16* x;  // x̂ [M, K]
+  const __nv_bfloat16* w;  // w [256] (bf16)
+  const float* rs;         // rstd [M, 6]
+  const float* mm;         // m [M, 6]
+};
+
+__device__ __forceinline__ uint32_t hfma2_bf16(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+template <int kN, int kStages, bool kPass, bool kX = false>
 __global__ void __launch_bounds__(kThreads, 1)
     probe_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                 __nv_bfloat16* __restrict__ c, int n, int k) {
+                 const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
   constexpr int kBBytes = kBK * kN * 2;
-  constexpr int kStageBytes = kABytes + kBBytes;
+  constexpr int kXBytes = kX ? kABytes : 0;
+  constexpr int kStageBytes = kABytes + kXBytes + kBBytes;
+  constexpr bool kReady = kPass || kX;
   constexpr int kAcc = kN / 2;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -101,10 +120,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_barrier_init();
     tma_prefetch_desc(&map_a);
     tma_prefetch_desc(&map_b);
+    if (kX) tma_prefetch_desc(&map_x);
   }
   __syncthreads();
   if (wg == 0) {
-    setmaxnreg_dec<40>();
+    setmaxnreg_dec<kX ? 104 : 40>();
     if (warp == 0) {
       if (lane == 0) {
         RingPos<kStages> pos;
@@ -113,11 +133,63 @@ __global__ void __launch_bounds__(kThreads, 1)
           uint8_t* st = smem + pos.stage * kStageBytes;
           tma_load_2d(st, &map_a, &full[pos.stage], kb * kBK, m0);
           tma_load_2d(st + kBoxBytes, &map_a, &full[pos.stage], kb * kBK, m0 + 64);
+          if (kX) {
+            tma_load_2d(st + kABytes + kBBytes, &map_x, &full[pos.stage], kb * kBK, m0);
+            tma_load_2d(st + kABytes + kBBytes + kBoxBytes, &map_x, &full[pos.stage], kb * kBK, m0 + 64);
+          }
 #pragma unroll
           for (int j = 0; j < kN / 64; ++j)
             tma_load_2d(st + kABytes + j * kBoxBytes, &map_b, &full[pos.stage], n0 + 64 * j, kb * kBK);
           pos.advance();
         }
+      }
+    } else if (kX) {
+      RingPos<kStages> pos;
+      const int t = tid - 32;  // 0..95
+      for (int kb = 0; kb < nk; ++kb) {
+        mbar_wait(&full[pos.stage], pos.phase);
+        uint8_t* gbox = smem + pos.stage * kStageBytes;
+        const uint8_t* xbox = gbox + kABytes + kBBytes;
+        const int head = (kb >> 2) % 6;
+        const int d0 = (kb & 3) * 64;
+#pragma unroll
+        for (int i0 = 0; i0 < 12; i0 += 2) {  // 2 chunks at a time: every load before the first store
+          uint4 g[2], x[2], w16[2];
+          float rs[2], mm[2];
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int q = t + 96 * (i0 + i);  // chunk q: box q >> 9, row (q >> 3) & 63, physical chunk q & 7
+            if (q < 1024) {
+              const int r = (q >> 9) * 64 + ((q >> 3) & 63);
+              const int off = (q >> 9) * kBoxBytes + ((q >> 3) & 63) * 128 + (q & 7) * 16;
+              g[i] = *reinterpret_cast<const uint4*>(gbox + off);
+              x[i] = *reinterpret_cast<const uint4*>(xbox + off);
+              w16[i] = __ldg(reinterpret_cast<const uint4*>(xa.w + d0 + ((q & 7) ^ (r & 7)) * 8));
+              rs[i] = __ldg(xa.rs + static_cast<size_t>(m0 + r) * 6 + head);
+              mm[i] = __ldg(xa.mm + static_cast<size_t>(m0 + r) * 6 + head);
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int q = t + 96 * (i0 + i);
+            if (q < 1024) {
+              const int off = (q >> 9) * kBoxBytes + ((q >> 3) & 63) * 128 + (q & 7) * 16;
+              float gf[8], xf[8], o[8];
+              unpack8(make_uint4(hfma2_bf16(g[i].x, w16[i].x, g[i].x), hfma2_bf16(g[i].y, w16[i].y, g[i].y),
+                                 hfma2_bf16(g[i].z, w16[i].z, g[i].z), hfma2_bf16(g[i].w, w16[i].w, g[i].w)),
+                      gf);
+              unpack8(x[i], xf);
+#pragma unroll
+              for (int e = 0; e < 8; ++e) o[e] = rs[i] * (gf[e] - mm[i] * xf[e]);
+              *reinterpret_cast<uint4*>(gbox + off) = make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]),
+                                                                 pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
+            }
+          }
+        }
+        fence_proxy_async_shared();
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&ready[pos.stage]);
+        pos.advance();
       }
     } else if (kPass) {
       RingPos<kStages> pos;
@@ -142,14 +214,14 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   } else {
-    setmaxnreg_inc<232>();
+    setmaxnreg_inc<kX ? 200 : 232>();
     float acc[kAcc];
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
     RingPos<kStages> pos;
     int prev = -1;
     for (int kb = 0; kb < nk; ++kb) {
-      mbar_wait(kPass ? &ready[pos.stage] : &full[pos.stage], pos.phase);
+      mbar_wait(kReady ? &ready[pos.stage] : &full[pos.stage], pos.phase);
       const uint32_t st = smem_u32(smem + pos.stage * kStageBytes);
       const uint32_t a_base = st + (wg - 1) * kBoxBytes;
       const uint32_t b_base = st + kABytes;
@@ -184,20 +256,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int kN, int kStages, bool kPass>
-int launch(const void* a, const void* b, void* c, int m, int n, int k, cudaStream_t stream) {
+template <int kN, int kStages, bool kPass, bool kX = false>
+int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % kN || k % kBK || k < kBK) return -2;
-  CUtensorMap ma, mb;
+  CUtensorMap ma, mb, mx;
   if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n)) return -1;
-  auto fn = probe_kernel<kN, kStages, kPass>;
-  constexpr int smem = smem_bytes<kN, kStages>();
+  if (kX ? !make_map(&mx, xa.x, m, k, k) : !make_map(&mx, a, m, k, k)) return -1;
+  auto fn = probe_kernel<kN, kStages, kPass, kX>;
+  constexpr int smem = smem_bytes<kN, kStages, kX>();
   static bool attr = false;  // once per variant (not inside a graph capture)
   if (!attr) {
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return e;
     attr = true;
   }
-  fn<<<(m / kBM) * (n / kN), kThreads, smem, stream>>>(ma, mb, reinterpret_cast<__nv_bfloat16*>(c), n, k);
+  fn<<<(m / kBM) * (n / kN), kThreads, smem, stream>>>(ma, mb, mx, reinterpret_cast<__nv_bfloat16*>(c), n, k, xa);
   return cudaGetLastError();
 }
 
@@ -205,17 +278,21 @@ int launch(const void* a, const void* b, void* c, int m, int n, int k, cudaStrea
 
 extern "C" {
 // variant: 0 = 128×256, 4 stages; 1 = 128×256, 3 stages; 2 = 128×128, 4 stages; 3 = 128×128,
-// 6 stages; 4 = 128×256, 4 stages, pass; 5 = 128×128, 4 stages, pass. Returns 0, a cudaError_t,
-// -1 (tensor map) or -2 (shape).
-int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, void* stream) {
+// 6 stages; 4 = 128×256, 4 stages, pass; 5 = 128×128, 4 stages, pass; 6 = 128×256, 3 stages,
+// transform (x, w, rs, mm used). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
+              const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  const wp::XArgs xa{reinterpret_cast<const __nv_bfloat16*>(x), reinterpret_cast<const __nv_bfloat16*>(w),
+                     reinterpret_cast<const float*>(rs), reinterpret_cast<const float*>(mm)};
   switch (variant) {
-    case 0: return wp::launch<256, 4, false>(a, b, c, m, n, k, s);
-    case 1: return wp::launch<256, 3, false>(a, b, c, m, n, k, s);
-    case 2: return wp::launch<128, 4, false>(a, b, c, m, n, k, s);
-    case 3: return wp::launch<128, 6, false>(a, b, c, m, n, k, s);
-    case 4: return wp::launch<256, 4, true>(a, b, c, m, n, k, s);
-    case 5: return wp::launch<128, 4, true>(a, b, c, m, n, k, s);
+    case 0: return wp::launch<256, 4, false>(a, b, c, m, n, k, xa, s);
+    case 1: return wp::launch<256, 3, false>(a, b, c, m, n, k, xa, s);
+    case 2: return wp::launch<128, 4, false>(a, b, c, m, n, k, xa, s);
+    case 3: return wp::launch<128, 6, false>(a, b, c, m, n, k, xa, s);
+    case 4: return wp::launch<256, 4, true>(a, b, c, m, n, k, xa, s);
+    case 5: return wp::launch<128, 4, true>(a, b, c, m, n, k, xa, s);
+    case 6: return (x && w && rs && mm) ? wp::launch<256, 3, false, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
 }

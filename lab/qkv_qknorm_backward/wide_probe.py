@@ -7,7 +7,9 @@ correctness on fresh random inputs (NaN-poisoned output; max|err|/rms against an
 the same bf16 inputs, and against cuBLAS's bf16 output), then graph-replay medians with L2 flushed
 (kernels.harness.timing, as the harness times an implementation), cuBLAS (torch.mm into a
 preallocated output) first. The per-k-block period of each variant is the slope between the two
-depths K = 1536 and K = 8192 on the same 132-tile grid (fixed costs cancel). Lab only.
+depths K = 1536 and K = 8192 on the same 132-tile grid (fixed costs cancel). Variant w256-s3-xform
+computes C = G·B with G = rstd·(ĝ − m·x̂), ĝ = bf16(g + g·w) made in the kernel from A = g (its
+reference makes G in fp32 from the same bf16 inputs, rounds it to bf16, then G·B in fp32). Lab only.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SRC = ROOT / "lab/qkv_qknorm_backward/wide_probe.cu"
 CSRC = ROOT / "kernels/ops/qkv_qknorm_backward/csrc"
-VARIANTS = {0: "w256-s4", 1: "w256-s3", 2: "w128-s4", 3: "w128-s6", 4: "w256-s4-pass", 5: "w128-s4-pass"}
+VARIANTS = {0: "w256-s4", 1: "w256-s3", 2: "w128-s4", 3: "w128-s6", 4: "w256-s4-pass", 5: "w128-s4-pass", 6: "w256-s3-xform"}
+XFORM = 6
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
 SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
 
@@ -43,7 +46,7 @@ def build(out_dir: str) -> ctypes.CDLL:
     print("SASS: HGMMA", sass.count("HGMMA"), "| WARPGROUP", sass.count("WARPGROUP"), "| LDL", sass.count("LDL"),
           "| STL", sass.count("STL"))
     lib = ctypes.CDLL(so)
-    lib.wp_launch.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
+    lib.wp_launch.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p] * 5
     lib.wp_launch.restype = ctypes.c_int
     return lib
 
@@ -72,26 +75,43 @@ def main() -> int:
         row["cublas_err"] = float((cub.float() - ref).abs().max()) / rms
         stream = torch.cuda.current_stream().cuda_stream
 
-        def run(v, a_, b_, c_, m=m, n=n, k=k, stream=stream):
-            rc = lib.wp_launch(v, a_.data_ptr(), b_.data_ptr(), c_.data_ptr(), m, n, k, stream)
+        def run(v, a_, b_, c_, x_=None, w_=None, rs_=None, mm_=None, m=m, n=n, k=k, stream=stream):
+            ptr = [0 if t is None else t.data_ptr() for t in (x_, w_, rs_, mm_)]
+            rc = lib.wp_launch(v, a_.data_ptr(), b_.data_ptr(), c_.data_ptr(), m, n, k, *ptr, stream)
             if rc != 0:
                 raise RuntimeError(f"wp_launch({v}) = {rc}")
+
+        def xform_inputs(gen_, m=m, k=k):
+            return {"x_": torch.randn(m, k, device="cuda", generator=gen_).to(torch.bfloat16),
+                    "w_": (0.1 * torch.randn(256, device="cuda", generator=gen_)).to(torch.bfloat16),
+                    "rs_": 0.5 + torch.rand(m, 6, device="cuda", generator=gen_),
+                    "mm_": 0.1 * torch.randn(m, 6, device="cuda", generator=gen_)}
+
+        def g_of(a_, x_, w_, rs_, mm_, k=k):
+            col = torch.arange(k, device="cuda")
+            head = (col // 256) % 6
+            d = col % 256
+            gf = a_.float()
+            gh = (gf * w_.float()[d] + gf).to(torch.bfloat16).float()
+            return (rs_[:, head] * (gh - mm_[:, head] * x_.float())).to(torch.bfloat16)
 
         for v, name in VARIANTS.items():
             for rnd in range(2):  # fresh inputs each round
                 gen2 = torch.Generator(device="cuda").manual_seed(9000 + 100 * si + 10 * v + rnd)
                 a2 = torch.randn(m, k, device="cuda", generator=gen2).to(torch.bfloat16)
                 b2 = torch.randn(k, n, device="cuda", generator=gen2).to(torch.bfloat16)
+                xi = xform_inputs(gen2) if v == XFORM else {}
                 c2 = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-                run(v, a2, b2, c2)
+                run(v, a2, b2, c2, **xi)
                 torch.cuda.synchronize()
-                r2 = a2.float() @ b2.float()
+                a_eff = g_of(a2, **xi) if v == XFORM else a2
+                r2 = a_eff.float() @ b2.float()
                 rms2 = float(r2.pow(2).mean().sqrt())
                 finite = bool(torch.isfinite(c2).all())
                 err = float((c2.float() - r2).abs().max()) / rms2 if finite else float("inf")
-                err_cub = float((c2.float() - torch.mm(a2, b2).float()).abs().max()) / rms2 if finite else float("inf")
+                err_cub = float((c2.float() - torch.mm(a_eff, b2).float()).abs().max()) / rms2 if finite else float("inf")
                 again = c2.clone()
-                run(v, a2, b2, c2)
+                run(v, a2, b2, c2, **xi)
                 torch.cuda.synchronize()
                 det = bool(torch.equal(again, c2))
                 passed = finite and err < 0.02 and det
@@ -104,8 +124,19 @@ def main() -> int:
         ins = {"a": a, "b": b, "c": c}
         ts = timing.time_graph(lambda a, b, c: torch.mm(a, b, out=c), ins, warmups=10, samples=samples, flush=flush)
         row["cublas"] = timing.stats(ts)["median"] / 1e3
+        xin = xform_inputs(torch.Generator(device="cuda").manual_seed(1400 + si))
         for v, name in VARIANTS.items():
-            ts = timing.time_graph(lambda a, b, c, v=v: run(v, a, b, c), ins, warmups=10, samples=samples, flush=flush)
+            if v == XFORM:
+                ins_v = {**ins, **{key.rstrip("_"): t for key, t in xin.items()}}
+
+                def fn(a, b, c, x, w, rs, mm, v=v):
+                    run(v, a, b, c, x, w, rs, mm)
+            else:
+                ins_v = ins
+
+                def fn(a, b, c, v=v):
+                    run(v, a, b, c)
+            ts = timing.time_graph(fn, ins_v, warmups=10, samples=samples, flush=flush)
             row[name] = timing.stats(ts)["median"] / 1e3
         row["tflops"] = {key: flops / (row[key] * 1e-6) / 1e12 for key in ["cublas", *VARIANTS.values()]}
         result["timing"].append(row)
