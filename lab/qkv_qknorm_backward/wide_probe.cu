@@ -93,12 +93,42 @@ __device__ __forceinline__ uint32_t hfma2_bf16(uint32_t a, uint32_t b, uint32_t 
   return d;
 }
 
-template <int kN, int kStages, bool kPass, bool kX = false>
+// kCX: consumer warpgroup h (0, 1) rewrites its own 64 rows of stage `stage`'s g box into G (the
+// same arithmetic as kX), one 16-byte chunk at a time (its 128 accumulators stay live).
+__device__ __forceinline__ void transform_own(uint8_t* smem, int stage_bytes, int b_bytes, int stage, int h, int m0,
+                                              int kb, int t, const XArgs& xa) {
+  uint8_t* gbox = smem + stage * stage_bytes + h * kBoxBytes;
+  const uint8_t* xbox = smem + stage * stage_bytes + kABytes + b_bytes + h * kBoxBytes;
+  const int head = (kb >> 2) % 6;
+  const int d0 = (kb & 3) * 64;
+#pragma unroll 1
+  for (int i = 0; i < 4; ++i) {
+    const int q = t + 128 * i;  // row q >> 3 of the box, physical chunk q & 7
+    const int r = q >> 3;
+    const int off = r * 128 + (q & 7) * 16;
+    const uint4 g = *reinterpret_cast<const uint4*>(gbox + off);
+    const uint4 x = *reinterpret_cast<const uint4*>(xbox + off);
+    const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(xa.w + d0 + ((q & 7) ^ (r & 7)) * 8));
+    const float rs = __ldg(xa.rs + static_cast<size_t>(m0 + h * 64 + r) * 6 + head);
+    const float mm = __ldg(xa.mm + static_cast<size_t>(m0 + h * 64 + r) * 6 + head);
+    float gf[8], xf[8], o[8];
+    unpack8(make_uint4(hfma2_bf16(g.x, w16.x, g.x), hfma2_bf16(g.y, w16.y, g.y), hfma2_bf16(g.z, w16.z, g.z),
+                       hfma2_bf16(g.w, w16.w, g.w)),
+            gf);
+    unpack8(x, xf);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[e] = rs * (gf[e] - mm * xf[e]);
+    *reinterpret_cast<uint4*>(gbox + off) =
+        make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
+  }
+}
+
+template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false>
 __global__ void __launch_bounds__(kThreads, 1)
     probe_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                  const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
   constexpr int kBBytes = kBK * kN * 2;
-  constexpr int kXBytes = kX ? kABytes : 0;
+  constexpr int kXBytes = (kX || kCX) ? kABytes : 0;
   constexpr int kStageBytes = kABytes + kXBytes + kBBytes;
   constexpr bool kReady = kPass || kX;
   constexpr int kAcc = kN / 2;
@@ -120,7 +150,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     fence_barrier_init();
     tma_prefetch_desc(&map_a);
     tma_prefetch_desc(&map_b);
-    if (kX) tma_prefetch_desc(&map_x);
+    if (kX || kCX) tma_prefetch_desc(&map_x);
   }
   __syncthreads();
   if (wg == 0) {
@@ -133,7 +163,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           uint8_t* st = smem + pos.stage * kStageBytes;
           tma_load_2d(st, &map_a, &full[pos.stage], kb * kBK, m0);
           tma_load_2d(st + kBoxBytes, &map_a, &full[pos.stage], kb * kBK, m0 + 64);
-          if (kX) {
+          if (kX || kCX) {
             tma_load_2d(st + kABytes + kBBytes, &map_x, &full[pos.stage], kb * kBK, m0);
             tma_load_2d(st + kABytes + kBBytes + kBoxBytes, &map_x, &full[pos.stage], kb * kBK, m0 + 64);
           }
@@ -220,8 +250,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
     RingPos<kStages> pos;
     int prev = -1;
+    const int ct = tid - 128 * wg;  // 0..127 within this consumer warpgroup
+    if (kCX) {  // this warpgroup's own 64 rows of the first k-block, before the loop
+      mbar_wait(&full[0], 0);
+      transform_own(smem, kStageBytes, kBBytes, 0, wg - 1, m0, 0, ct, xa);
+      fence_proxy_async_shared();
+      named_barrier_sync(wg, 128);
+    }
     for (int kb = 0; kb < nk; ++kb) {
-      mbar_wait(kReady ? &ready[pos.stage] : &full[pos.stage], pos.phase);
+      if (!kCX) mbar_wait(kReady ? &ready[pos.stage] : &full[pos.stage], pos.phase);
       const uint32_t st = smem_u32(smem + pos.stage * kStageBytes);
       const uint32_t a_base = st + (wg - 1) * kBoxBytes;
       const uint32_t b_base = st + kABytes;
@@ -237,9 +274,22 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
       wgmma_commit();
-      wgmma_wait<1>();
-      if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-      prev = pos.stage;
+      if (kCX) {  // the next k-block's own rows while this one's wgmma runs, then release this one
+        RingPos<kStages> nxt = pos;
+        nxt.advance();
+        if (kb + 1 < nk) {
+          mbar_wait(&full[nxt.stage], nxt.phase);
+          transform_own(smem, kStageBytes, kBBytes, nxt.stage, wg - 1, m0, kb + 1, ct, xa);
+          fence_proxy_async_shared();
+        }
+        wgmma_wait<0>();
+        if (lane == 0) mbar_arrive(&empty[pos.stage]);
+        if (kb + 1 < nk) named_barrier_sync(wg, 128);
+      } else {
+        wgmma_wait<1>();
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        prev = pos.stage;
+      }
       pos.advance();
     }
     wgmma_wait<0>();
@@ -256,14 +306,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int kN, int kStages, bool kPass, bool kX = false>
+template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false>
 int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % kN || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
   if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n)) return -1;
-  if (kX ? !make_map(&mx, xa.x, m, k, k) : !make_map(&mx, a, m, k, k)) return -1;
-  auto fn = probe_kernel<kN, kStages, kPass, kX>;
-  constexpr int smem = smem_bytes<kN, kStages, kX>();
+  if ((kX || kCX) ? !make_map(&mx, xa.x, m, k, k) : !make_map(&mx, a, m, k, k)) return -1;
+  auto fn = probe_kernel<kN, kStages, kPass, kX, kCX>;
+  constexpr int smem = smem_bytes<kN, kStages, kX || kCX>();
   static bool attr = false;  // once per variant (not inside a graph capture)
   if (!attr) {
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -279,7 +329,8 @@ int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa,
 extern "C" {
 // variant: 0 = 128×256, 4 stages; 1 = 128×256, 3 stages; 2 = 128×128, 4 stages; 3 = 128×128,
 // 6 stages; 4 = 128×256, 4 stages, pass; 5 = 128×128, 4 stages, pass; 6 = 128×256, 3 stages,
-// transform (x, w, rs, mm used). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// transform by warps 1-3; 7 = 128×256, 3 stages, each consumer warpgroup transforms its own rows
+// one k-block ahead (x, w, rs, mm used). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -293,6 +344,7 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 4: return wp::launch<256, 4, true>(a, b, c, m, n, k, xa, s);
     case 5: return wp::launch<128, 4, true>(a, b, c, m, n, k, xa, s);
     case 6: return (x && w && rs && mm) ? wp::launch<256, 3, false, true>(a, b, c, m, n, k, xa, s) : -2;
+    case 7: return (x && w && rs && mm) ? wp::launch<256, 3, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
 }

@@ -7,8 +7,9 @@ correctness on fresh random inputs (NaN-poisoned output; max|err|/rms against an
 the same bf16 inputs, and against cuBLAS's bf16 output), then graph-replay medians with L2 flushed
 (kernels.harness.timing, as the harness times an implementation), cuBLAS (torch.mm into a
 preallocated output) first. The per-k-block period of each variant is the slope between the two
-depths K = 1536 and K = 8192 on the same 132-tile grid (fixed costs cancel). Variant w256-s3-xform
-computes C = G·B with G = rstd·(ĝ − m·x̂), ĝ = bf16(g + g·w) made in the kernel from A = g (its
+depths K = 1536 and K = 8192 on the same 132-tile grid (fixed costs cancel). Variants w256-s3-xform (the
+transform on warps 1-3) and w256-s3-cxform (each consumer warpgroup transforms its own rows one
+k-block ahead, under the previous wgmma) compute C = G·B with G = rstd·(ĝ − m·x̂), ĝ = bf16(g + g·w) made in the kernel from A = g (its
 reference makes G in fp32 from the same bf16 inputs, rounds it to bf16, then G·B in fp32). Lab only.
 """
 
@@ -24,8 +25,8 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SRC = ROOT / "lab/qkv_qknorm_backward/wide_probe.cu"
 CSRC = ROOT / "kernels/ops/qkv_qknorm_backward/csrc"
-VARIANTS = {0: "w256-s4", 1: "w256-s3", 2: "w128-s4", 3: "w128-s6", 4: "w256-s4-pass", 5: "w128-s4-pass", 6: "w256-s3-xform"}
-XFORM = 6
+VARIANTS = {0: "w256-s4", 1: "w256-s3", 2: "w128-s4", 3: "w128-s6", 4: "w256-s4-pass", 5: "w128-s4-pass", 6: "w256-s3-xform", 7: "w256-s3-cxform"}
+XFORM = (6, 7)
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
 SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
 
@@ -100,11 +101,11 @@ def main() -> int:
                 gen2 = torch.Generator(device="cuda").manual_seed(9000 + 100 * si + 10 * v + rnd)
                 a2 = torch.randn(m, k, device="cuda", generator=gen2).to(torch.bfloat16)
                 b2 = torch.randn(k, n, device="cuda", generator=gen2).to(torch.bfloat16)
-                xi = xform_inputs(gen2) if v == XFORM else {}
+                xi = xform_inputs(gen2) if v in XFORM else {}
                 c2 = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
                 run(v, a2, b2, c2, **xi)
                 torch.cuda.synchronize()
-                a_eff = g_of(a2, **xi) if v == XFORM else a2
+                a_eff = g_of(a2, **xi) if v in XFORM else a2
                 r2 = a_eff.float() @ b2.float()
                 rms2 = float(r2.pow(2).mean().sqrt())
                 finite = bool(torch.isfinite(c2).all())
@@ -126,7 +127,7 @@ def main() -> int:
         row["cublas"] = timing.stats(ts)["median"] / 1e3
         xin = xform_inputs(torch.Generator(device="cuda").manual_seed(1400 + si))
         for v, name in VARIANTS.items():
-            if v == XFORM:
+            if v in XFORM:
                 ins_v = {**ins, **{key.rstrip("_"): t for key, t in xin.items()}}
 
                 def fn(a, b, c, x, w, rs, mm, v=v):
