@@ -74,9 +74,9 @@ def main() -> int:
         cub = torch.mm(a, b)
         rms = float(ref.pow(2).mean().sqrt())
         row["cublas_err"] = float((cub.float() - ref).abs().max()) / rms
-        stream = torch.cuda.current_stream().cuda_stream
 
-        def run(v, a_, b_, c_, x_=None, w_=None, rs_=None, mm_=None, m=m, n=n, k=k, stream=stream):
+        def run(v, a_, b_, c_, x_=None, w_=None, rs_=None, mm_=None, m=m, n=n, k=k):
+            stream = torch.cuda.current_stream().cuda_stream  # the capture stream inside a graph capture
             ptr = [0 if t is None else t.data_ptr() for t in (x_, w_, rs_, mm_)]
             rc = lib.wp_launch(v, a_.data_ptr(), b_.data_ptr(), c_.data_ptr(), m, n, k, *ptr, stream)
             if rc != 0:
