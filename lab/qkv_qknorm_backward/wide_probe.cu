@@ -123,48 +123,7 @@ __device__ __forceinline__ void transform_own(uint8_t* smem, int stage_bytes, in
   }
 }
 
-// kCX2 (13th session, after call 2): transform_own with the per-k-block values hoisted — a
-// thread's 4 chunks (rows t/8 + 16i) share r & 7, so one w vector; their 4 rstd and 4 m loaded
-// up front — and two chunks' shared loads in flight before the first store.
-__device__ __forceinline__ void transform_own2(uint8_t* smem, int stage_bytes, int b_bytes, int stage, int h, int m0,
-                                               int kb, int t, const XArgs& xa) {
-  uint8_t* gbox = smem + stage * stage_bytes + h * kBoxBytes;
-  const uint8_t* xbox = smem + stage * stage_bytes + kABytes + b_bytes + h * kBoxBytes;
-  const int head = (kb >> 2) % 6;
-  const int r0 = t >> 3;
-  const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(xa.w + (kb & 3) * 64 + ((t & 7) ^ (r0 & 7)) * 8));
-  float rs[4], mm[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    rs[i] = __ldg(xa.rs + static_cast<size_t>(m0 + h * 64 + r0 + 16 * i) * 6 + head);
-    mm[i] = __ldg(xa.mm + static_cast<size_t>(m0 + h * 64 + r0 + 16 * i) * 6 + head);
-  }
-#pragma unroll
-  for (int i0 = 0; i0 < 4; i0 += 2) {
-    uint4 g[2], x[2];
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int off = (r0 + 16 * (i0 + j)) * 128 + (t & 7) * 16;
-      g[j] = *reinterpret_cast<const uint4*>(gbox + off);
-      x[j] = *reinterpret_cast<const uint4*>(xbox + off);
-    }
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int off = (r0 + 16 * (i0 + j)) * 128 + (t & 7) * 16;
-      float gf[8], xf[8], o[8];
-      unpack8(make_uint4(hfma2_bf16(g[j].x, w16.x, g[j].x), hfma2_bf16(g[j].y, w16.y, g[j].y),
-                         hfma2_bf16(g[j].z, w16.z, g[j].z), hfma2_bf16(g[j].w, w16.w, g[j].w)),
-              gf);
-      unpack8(x[j], xf);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o[e] = rs[i0 + j] * (gf[e] - mm[i0 + j] * xf[e]);
-      *reinterpret_cast<uint4*>(gbox + off) =
-          make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
-    }
-  }
-}
-
-template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false, bool kCX2 = false>
+template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false>
 __global__ void __launch_bounds__(kThreads, 1)
     probe_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                  const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
@@ -294,8 +253,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int ct = tid - 128 * wg;  // 0..127 within this consumer warpgroup
     if (kCX) {  // this warpgroup's own 64 rows of the first k-block, before the loop
       mbar_wait(&full[0], 0);
-      if (kCX2) transform_own2(smem, kStageBytes, kBBytes, 0, wg - 1, m0, 0, ct, xa);
-      else transform_own(smem, kStageBytes, kBBytes, 0, wg - 1, m0, 0, ct, xa);
+      transform_own(smem, kStageBytes, kBBytes, 0, wg - 1, m0, 0, ct, xa);
       fence_proxy_async_shared();
       named_barrier_sync(wg, 128);
     }
@@ -321,8 +279,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         nxt.advance();
         if (kb + 1 < nk) {
           mbar_wait(&full[nxt.stage], nxt.phase);
-          if (kCX2) transform_own2(smem, kStageBytes, kBBytes, nxt.stage, wg - 1, m0, kb + 1, ct, xa);
-          else transform_own(smem, kStageBytes, kBBytes, nxt.stage, wg - 1, m0, kb + 1, ct, xa);
+          transform_own(smem, kStageBytes, kBBytes, nxt.stage, wg - 1, m0, kb + 1, ct, xa);
           fence_proxy_async_shared();
         }
         wgmma_wait<0>();
@@ -349,13 +306,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false, bool kCX2 = false>
+template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false>
 int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % kN || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
   if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n)) return -1;
   if ((kX || kCX) ? !make_map(&mx, xa.x, m, k, k) : !make_map(&mx, a, m, k, k)) return -1;
-  auto fn = probe_kernel<kN, kStages, kPass, kX, kCX, kCX2>;
+  auto fn = probe_kernel<kN, kStages, kPass, kX, kCX>;
   constexpr int smem = smem_bytes<kN, kStages, kX || kCX>();
   static bool attr = false;  // once per variant (not inside a graph capture)
   if (!attr) {
@@ -373,7 +330,7 @@ extern "C" {
 // variant: 0 = 128×256, 4 stages; 1 = 128×256, 3 stages; 2 = 128×128, 4 stages; 3 = 128×128,
 // 6 stages; 4 = 128×256, 4 stages, pass; 5 = 128×128, 4 stages, pass; 6 = 128×256, 3 stages,
 // transform by warps 1-3; 7 = 128×256, 3 stages, each consumer warpgroup transforms its own rows
-// one k-block ahead; 8 = 7 with the per-k-block values hoisted (x, w, rs, mm used). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// one k-block ahead (x, w, rs, mm used). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -388,7 +345,6 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 5: return wp::launch<128, 4, true>(a, b, c, m, n, k, xa, s);
     case 6: return (x && w && rs && mm) ? wp::launch<256, 3, false, true>(a, b, c, m, n, k, xa, s) : -2;
     case 7: return (x && w && rs && mm) ? wp::launch<256, 3, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
-    case 8: return (x && w && rs && mm) ? wp::launch<256, 3, false, false, true, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
 }

@@ -25,8 +25,8 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SRC = ROOT / "lab/qkv_qknorm_backward/wide_probe.cu"
 CSRC = ROOT / "kernels/ops/qkv_qknorm_backward/csrc"
-VARIANTS = {0: "w256-s4", 1: "w256-s3", 2: "w128-s4", 3: "w128-s6", 4: "w256-s4-pass", 5: "w128-s4-pass", 6: "w256-s3-xform", 7: "w256-s3-cxform", 8: "w256-s3-cxform2"}
-XFORM = (6, 7, 8)
+VARIANTS = {0: "w256-s4", 1: "w256-s3", 2: "w128-s4", 3: "w128-s6", 4: "w256-s4-pass", 5: "w128-s4-pass", 6: "w256-s3-xform", 7: "w256-s3-cxform"}
+XFORM = (6, 7)
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
 SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
 
