@@ -1,0 +1,351 @@
+// Issue 28, 13th session: a probe of the GEMM skeleton that LOG.md's "Next" item 1 needs — a
+// 128×256 tile with a *dedicated* TMA producer warp and two m64n256k16 consumer warpgroups
+// (384 threads, setmaxnreg 40 / 232 / 232), against the same code with 128×128 tiles
+// (m64n128k16) and against cuBLAS on the same problem. Plain bf16 GEMM C[M,N] = A[M,K]·B[K,N],
+// all row-major (A K-major, B N-major as dX = G·W has them), fp32 accumulation, bf16 output.
+// The 9th session's 128×256 kernel (w256, git 2a2f293) issued its loads from thread 0 of the
+// transform warpgroup and its loads took ~2.4 µs to land (10th session); this kernel keeps the
+// same shared-memory layout (64×64 boxes, 128-byte swizzle, the same wgmma descriptors) but a
+// producer warp that does nothing else, so that the question "is the wide tile itself slow here,
+// or was it w256's structure?" has an answer.
+//
+// Variants (template): kN (tile columns, 256 or 128), kStages (ring depth), kPass (warps 1-3 of
+// warpgroup 0 rewrite each stage's A box in place — an identity, results unchanged — before the
+// consumers may read it: the shared-memory traffic and hand-over of a transform that writes G
+// once per tile, without its arithmetic), kX (the transform itself on a dX-like k-block: A is
+// g, a second box x̂ rides in each stage (stages of 64 KiB, 3 of them), and warps 1-3 rewrite A
+// into G = rstd·(ĝ − m·x̂), ĝ = g + g·w rounded once (t2's kFast arithmetic, one bf16x2 FMA), with
+// rstd and m of (row, head = (k-block / 4) mod 6) and w of d = (k-block mod 4)·64 + column from
+// global memory; warpgroup 0 then keeps 104 registers, the consumers 200).
+// Host API (extern "C", ctypes): wp_launch, wp_smem. Lab only: not part of any registry entry.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "common/pipeline.cuh"
+#include "common/ptx.cuh"
+#include "common/sm90.cuh"
+#include "common/tensor_map.cuh"
+
+namespace wp {
+using namespace kidx;
+
+constexpr int kThreads = 384;
+constexpr int kBM = 128;
+constexpr int kBK = 64;
+constexpr int kABytes = kBM * kBK * 2;  // 16 KiB: two 64×64 boxes
+
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+
+// D[64x256] (+)= A[64x16] * B[16x256] (the 9th session's wrapper, git 2a2f293).
+template <int TA, int TB>
+__device__ __forceinline__ void wgmma_m64n256k16_w(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, p, 1, 1, %131, %132;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
+}
+
+template <int kN, int kStages, bool kX>
+constexpr int smem_bytes() {
+  return kStages * (kABytes * (kX ? 2 : 1) + kBK * kN * 2) + 1024 + 3 * kStages * 8;
+}
+
+struct XArgs {  // kX only
+  const __nv_bfloat16* x;  // x̂ [M, K]
+  const __nv_bfloat16* w;  // w [256] (bf16)
+  const float* rs;         // rstd [M, 6]
+  const float* mm;         // m [M, 6]
+};
+
+__device__ __forceinline__ uint32_t hfma2_bf16(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// kCX: consumer warpgroup h (0, 1) rewrites its own 64 rows of stage `stage`'s g box into G (the
+// same arithmetic as kX), one 16-byte chunk at a time (its 128 accumulators stay live).
+__device__ __forceinline__ void transform_own(uint8_t* smem, int stage_bytes, int b_bytes, int stage, int h, int m0,
+                                              int kb, int t, const XArgs& xa) {
+  uint8_t* gbox = smem + stage * stage_bytes + h * kBoxBytes;
+  const uint8_t* xbox = smem + stage * stage_bytes + kABytes + b_bytes + h * kBoxBytes;
+  const int head = (kb >> 2) % 6;
+  const int d0 = (kb & 3) * 64;
+#pragma unroll 1
+  for (int i = 0; i < 4; ++i) {
+    const int q = t + 128 * i;  // row q >> 3 of the box, physical chunk q & 7
+    const int r = q >> 3;
+    const int off = r * 128 + (q & 7) * 16;
+    const uint4 g = *reinterpret_cast<const uint4*>(gbox + off);
+    const uint4 x = *reinterpret_cast<const uint4*>(xbox + off);
+    const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(xa.w + d0 + ((q & 7) ^ (r & 7)) * 8));
+    const float rs = __ldg(xa.rs + static_cast<size_t>(m0 + h * 64 + r) * 6 + head);
+    const float mm = __ldg(xa.mm + static_cast<size_t>(m0 + h * 64 + r) * 6 + head);
+    float gf[8], xf[8], o[8];
+    unpack8(make_uint4(hfma2_bf16(g.x, w16.x, g.x), hfma2_bf16(g.y, w16.y, g.y), hfma2_bf16(g.z, w16.z, g.z),
+                       hfma2_bf16(g.w, w16.w, g.w)),
+            gf);
+    unpack8(x, xf);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[e] = rs * (gf[e] - mm * xf[e]);
+    *reinterpret_cast<uint4*>(gbox + off) =
+        make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
+  }
+}
+
+template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false>
+__global__ void __launch_bounds__(kThreads, 1)
+    probe_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                 const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
+  constexpr int kBBytes = kBK * kN * 2;
+  constexpr int kXBytes = (kX || kCX) ? kABytes : 0;
+  constexpr int kStageBytes = kABytes + kXBytes + kBBytes;
+  constexpr bool kReady = kPass || kX;
+  constexpr int kAcc = kN / 2;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * kStageBytes);
+  uint64_t* empty = full + kStages;
+  uint64_t* ready = empty + kStages;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
+  const int ntn = n / kN;
+  const int m0 = (blockIdx.x / ntn) * kBM, n0 = (blockIdx.x % ntn) * kN;
+  const int nk = k / kBK;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8);  // the 8 consumer warps
+      mbar_init(&ready[s], 3);  // the 3 pass warps (kPass)
+    }
+    fence_barrier_init();
+    tma_prefetch_desc(&map_a);
+    tma_prefetch_desc(&map_b);
+    if (kX || kCX) tma_prefetch_desc(&map_x);
+  }
+  __syncthreads();
+  if (wg == 0) {
+    setmaxnreg_dec<kX ? 104 : 40>();
+    if (warp == 0) {
+      if (lane == 0) {
+        RingPos<kStages> pos;
+        for (int kb = 0; kb < nk; ++kb) {
+          ring_acquire(full, empty, pos, kStageBytes);
+          uint8_t* st = smem + pos.stage * kStageBytes;
+          tma_load_2d(st, &map_a, &full[pos.stage], kb * kBK, m0);
+          tma_load_2d(st + kBoxBytes, &map_a, &full[pos.stage], kb * kBK, m0 + 64);
+          if (kX || kCX) {
+            tma_load_2d(st + kABytes + kBBytes, &map_x, &full[pos.stage], kb * kBK, m0);
+            tma_load_2d(st + kABytes + kBBytes + kBoxBytes, &map_x, &full[pos.stage], kb * kBK, m0 + 64);
+          }
+#pragma unroll
+          for (int j = 0; j < kN / 64; ++j)
+            tma_load_2d(st + kABytes + j * kBoxBytes, &map_b, &full[pos.stage], n0 + 64 * j, kb * kBK);
+          pos.advance();
+        }
+      }
+    } else if (kX) {
+      RingPos<kStages> pos;
+      const int t = tid - 32;  // 0..95
+      for (int kb = 0; kb < nk; ++kb) {
+        mbar_wait(&full[pos.stage], pos.phase);
+        uint8_t* gbox = smem + pos.stage * kStageBytes;
+        const uint8_t* xbox = gbox + kABytes + kBBytes;
+        const int head = (kb >> 2) % 6;
+        const int d0 = (kb & 3) * 64;
+#pragma unroll
+        for (int i0 = 0; i0 < 12; i0 += 2) {  // 2 chunks at a time: every load before the first store
+          uint4 g[2], x[2], w16[2];
+          float rs[2], mm[2];
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int q = t + 96 * (i0 + i);  // chunk q: box q >> 9, row (q >> 3) & 63, physical chunk q & 7
+            if (q < 1024) {
+              const int r = (q >> 9) * 64 + ((q >> 3) & 63);
+              const int off = (q >> 9) * kBoxBytes + ((q >> 3) & 63) * 128 + (q & 7) * 16;
+              g[i] = *reinterpret_cast<const uint4*>(gbox + off);
+              x[i] = *reinterpret_cast<const uint4*>(xbox + off);
+              w16[i] = __ldg(reinterpret_cast<const uint4*>(xa.w + d0 + ((q & 7) ^ (r & 7)) * 8));
+              rs[i] = __ldg(xa.rs + static_cast<size_t>(m0 + r) * 6 + head);
+              mm[i] = __ldg(xa.mm + static_cast<size_t>(m0 + r) * 6 + head);
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const int q = t + 96 * (i0 + i);
+            if (q < 1024) {
+              const int off = (q >> 9) * kBoxBytes + ((q >> 3) & 63) * 128 + (q & 7) * 16;
+              float gf[8], xf[8], o[8];
+              unpack8(make_uint4(hfma2_bf16(g[i].x, w16[i].x, g[i].x), hfma2_bf16(g[i].y, w16[i].y, g[i].y),
+                                 hfma2_bf16(g[i].z, w16[i].z, g[i].z), hfma2_bf16(g[i].w, w16[i].w, g[i].w)),
+                      gf);
+              unpack8(x[i], xf);
+#pragma unroll
+              for (int e = 0; e < 8; ++e) o[e] = rs[i] * (gf[e] - mm[i] * xf[e]);
+              *reinterpret_cast<uint4*>(gbox + off) = make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]),
+                                                                 pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
+            }
+          }
+        }
+        fence_proxy_async_shared();
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&ready[pos.stage]);
+        pos.advance();
+      }
+    } else if (kPass) {
+      RingPos<kStages> pos;
+      const int t = tid - 32;  // 0..95
+      for (int kb = 0; kb < nk; ++kb) {
+        mbar_wait(&full[pos.stage], pos.phase);
+        uint4* a = reinterpret_cast<uint4*>(smem + pos.stage * kStageBytes);
+#pragma unroll
+        for (int i0 = 0; i0 < 12; i0 += 4) {  // 4 chunks in flight: the 40 registers this warpgroup keeps
+          uint4 v[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            if (t + 96 * (i0 + i) < kABytes / 16) v[i] = a[t + 96 * (i0 + i)];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            if (t + 96 * (i0 + i) < kABytes / 16) a[t + 96 * (i0 + i)] = v[i];
+        }
+        fence_proxy_async_shared();
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&ready[pos.stage]);
+        pos.advance();
+      }
+    }
+  } else {
+    setmaxnreg_inc<kX ? 200 : 232>();
+    float acc[kAcc];
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+    RingPos<kStages> pos;
+    int prev = -1;
+    const int ct = tid - 128 * wg;  // 0..127 within this consumer warpgroup
+    if (kCX) {  // this warpgroup's own 64 rows of the first k-block, before the loop
+      mbar_wait(&full[0], 0);
+      transform_own(smem, kStageBytes, kBBytes, 0, wg - 1, m0, 0, ct, xa);
+      fence_proxy_async_shared();
+      named_barrier_sync(wg, 128);
+    }
+    for (int kb = 0; kb < nk; ++kb) {
+      if (!kCX) mbar_wait(kReady ? &ready[pos.stage] : &full[pos.stage], pos.phase);
+      const uint32_t st = smem_u32(smem + pos.stage * kStageBytes);
+      const uint32_t a_base = st + (wg - 1) * kBoxBytes;
+      const uint32_t b_base = st + kABytes;
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const uint64_t da = make_desc_sw128(a_base + ks * 32, 16, 1024);
+        const uint64_t db = make_desc_sw128(b_base + ks * 2048, kBoxBytes, 1024);
+        if constexpr (kN == 256) {
+          wgmma_m64n256k16_w<0, 1>(acc, da, db, 1);
+        } else {
+          wgmma_m64n128k16<0, 1>(acc, da, db, 1);
+        }
+      }
+      wgmma_commit();
+      if (kCX) {  // the next k-block's own rows while this one's wgmma runs, then release this one
+        RingPos<kStages> nxt = pos;
+        nxt.advance();
+        if (kb + 1 < nk) {
+          mbar_wait(&full[nxt.stage], nxt.phase);
+          transform_own(smem, kStageBytes, kBBytes, nxt.stage, wg - 1, m0, kb + 1, ct, xa);
+          fence_proxy_async_shared();
+        }
+        wgmma_wait<0>();
+        if (lane == 0) mbar_arrive(&empty[pos.stage]);
+        if (kb + 1 < nk) named_barrier_sync(wg, 128);
+      } else {
+        wgmma_wait<1>();
+        if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+        prev = pos.stage;
+      }
+      pos.advance();
+    }
+    wgmma_wait<0>();
+    // The m64nN accumulator layout: 8-column chunk j holds (row r, cols 2q, 2q+1) in acc[4j],
+    // acc[4j+1] and (row r + 8, the same cols) in acc[4j+2], acc[4j+3]; r = lane / 4, q = lane % 4.
+    const int row = m0 + (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2);
+    const int col = n0 + (lane & 3) * 2;
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+      *reinterpret_cast<uint32_t*>(c + static_cast<size_t>(row) * n + col + 8 * j) = pack_bf16x2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<uint32_t*>(c + static_cast<size_t>(row + 8) * n + col + 8 * j) =
+          pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+}
+
+template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false>
+int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
+  if (m % kBM || n % kN || k % kBK || k < kBK) return -2;
+  CUtensorMap ma, mb, mx;
+  if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n)) return -1;
+  if ((kX || kCX) ? !make_map(&mx, xa.x, m, k, k) : !make_map(&mx, a, m, k, k)) return -1;
+  auto fn = probe_kernel<kN, kStages, kPass, kX, kCX>;
+  constexpr int smem = smem_bytes<kN, kStages, kX || kCX>();
+  static bool attr = false;  // once per variant (not inside a graph capture)
+  if (!attr) {
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return e;
+    attr = true;
+  }
+  fn<<<(m / kBM) * (n / kN), kThreads, smem, stream>>>(ma, mb, mx, reinterpret_cast<__nv_bfloat16*>(c), n, k, xa);
+  return cudaGetLastError();
+}
+
+}  // namespace wp
+
+extern "C" {
+// variant: 0 = 128×256, 4 stages; 1 = 128×256, 3 stages; 2 = 128×128, 4 stages; 3 = 128×128,
+// 6 stages; 4 = 128×256, 4 stages, pass; 5 = 128×128, 4 stages, pass; 6 = 128×256, 3 stages,
+// transform by warps 1-3; 7 = 128×256, 3 stages, each consumer warpgroup transforms its own rows
+// one k-block ahead (x, w, rs, mm used). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
+              const void* rs, const void* mm, void* stream) {
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  const wp::XArgs xa{reinterpret_cast<const __nv_bfloat16*>(x), reinterpret_cast<const __nv_bfloat16*>(w),
+                     reinterpret_cast<const float*>(rs), reinterpret_cast<const float*>(mm)};
+  switch (variant) {
+    case 0: return wp::launch<256, 4, false>(a, b, c, m, n, k, xa, s);
+    case 1: return wp::launch<256, 3, false>(a, b, c, m, n, k, xa, s);
+    case 2: return wp::launch<128, 4, false>(a, b, c, m, n, k, xa, s);
+    case 3: return wp::launch<128, 6, false>(a, b, c, m, n, k, xa, s);
+    case 4: return wp::launch<256, 4, true>(a, b, c, m, n, k, xa, s);
+    case 5: return wp::launch<128, 4, true>(a, b, c, m, n, k, xa, s);
+    case 6: return (x && w && rs && mm) ? wp::launch<256, 3, false, true>(a, b, c, m, n, k, xa, s) : -2;
+    case 7: return (x && w && rs && mm) ? wp::launch<256, 3, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
+    default: return -2;
+  }
+}
+}

@@ -1,0 +1,164 @@
+"""Issue 28, 13th session: run wide_probe.cu's GEMM skeletons beside cuBLAS on one problem.
+
+  python lab/qkv_qknorm_backward/wide_probe.py OUT.json [--samples 50]
+
+Builds the probe (nvcc, sm_90a, ptxas report printed), then for each shape (M, N, K) and variant:
+correctness on fresh random inputs (NaN-poisoned output; max|err|/rms against an fp32 product of
+the same bf16 inputs, and against cuBLAS's bf16 output), then graph-replay medians with L2 flushed
+(kernels.harness.timing, as the harness times an implementation), cuBLAS (torch.mm into a
+preallocated output) first. The per-k-block period of each variant is the slope between the two
+depths K = 1536 and K = 8192 on the same 132-tile grid (fixed costs cancel). Variants w256-s3-xform (the
+transform on warps 1-3) and w256-s3-cxform (each consumer warpgroup transforms its own rows one
+k-block ahead, under the previous wgmma) compute C = G·B with G = rstd·(ĝ − m·x̂), ĝ = bf16(g + g·w) made in the kernel from A = g (its
+reference makes G in fp32 from the same bf16 inputs, rounds it to bf16, then G·B in fp32). Lab only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SRC = ROOT / "lab/qkv_qknorm_backward/wide_probe.cu"
+CSRC = ROOT / "kernels/ops/qkv_qknorm_backward/csrc"
+VARIANTS = {0: "w256-s4", 1: "w256-s3", 2: "w128-s4", 3: "w128-s6", 4: "w256-s4-pass", 5: "w128-s4-pass", 6: "w256-s3-xform", 7: "w256-s3-cxform"}
+XFORM = (6, 7)
+# 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
+SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
+
+
+def build(out_dir: str) -> ctypes.CDLL:
+    so = "/tmp/wide_probe.so"
+    cmd = ["nvcc", "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
+           "-I", str(CSRC), "-Xcompiler", "-fPIC", "-shared", "-cudart", "static", "-o", so, str(SRC)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    report = r.stdout + r.stderr
+    pathlib.Path(out_dir, "wide_probe_ptxas.txt").write_text(report)
+    for line in report.splitlines():
+        if "Compiling" in line or "spill" in line or "Used" in line or "error" in line or "warning" in line:
+            print(line.strip())
+    if r.returncode != 0:
+        raise SystemExit(f"nvcc failed: {r.returncode}")
+    sass = subprocess.run(["cuobjdump", "--dump-sass", so], capture_output=True, text=True).stdout
+    print("SASS: HGMMA", sass.count("HGMMA"), "| WARPGROUP", sass.count("WARPGROUP"), "| LDL", sass.count("LDL"),
+          "| STL", sass.count("STL"))
+    lib = ctypes.CDLL(so)
+    lib.wp_launch.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p] * 5
+    lib.wp_launch.restype = ctypes.c_int
+    return lib
+
+
+def main() -> int:
+    import torch
+
+    from kernels.harness import timing
+
+    out = sys.argv[1]
+    samples = int(sys.argv[sys.argv.index("--samples") + 1]) if "--samples" in sys.argv else 50
+    out_dir = os.path.dirname(os.path.abspath(out))
+    lib = build(out_dir)
+    flush = timing.L2Flush()
+    result = {"device": torch.cuda.get_device_name(), "samples": samples, "checks": [], "timing": []}
+    ok_all = True
+    for si, (m, n, k) in enumerate(SHAPES):
+        flops = 2.0 * m * n * k
+        row = {"M": m, "N": n, "K": k}
+        gen = torch.Generator(device="cuda").manual_seed(1300 + si)
+        a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", generator=gen).to(torch.bfloat16)
+        ref = a.float() @ b.float()
+        cub = torch.mm(a, b)
+        rms = float(ref.pow(2).mean().sqrt())
+        row["cublas_err"] = float((cub.float() - ref).abs().max()) / rms
+
+        def run(v, a_, b_, c_, x_=None, w_=None, rs_=None, mm_=None, m=m, n=n, k=k):
+            stream = torch.cuda.current_stream().cuda_stream  # the capture stream inside a graph capture
+            ptr = [0 if t is None else t.data_ptr() for t in (x_, w_, rs_, mm_)]
+            rc = lib.wp_launch(v, a_.data_ptr(), b_.data_ptr(), c_.data_ptr(), m, n, k, *ptr, stream)
+            if rc != 0:
+                raise RuntimeError(f"wp_launch({v}) = {rc}")
+
+        def xform_inputs(gen_, m=m, k=k):
+            return {"x_": torch.randn(m, k, device="cuda", generator=gen_).to(torch.bfloat16),
+                    "w_": (0.1 * torch.randn(256, device="cuda", generator=gen_)).to(torch.bfloat16),
+                    "rs_": 0.5 + torch.rand(m, 6, device="cuda", generator=gen_),
+                    "mm_": 0.1 * torch.randn(m, 6, device="cuda", generator=gen_)}
+
+        def g_of(a_, x_, w_, rs_, mm_, k=k):
+            col = torch.arange(k, device="cuda")
+            head = (col // 256) % 6
+            d = col % 256
+            gf = a_.float()
+            gh = (gf * w_.float()[d] + gf).to(torch.bfloat16).float()
+            return (rs_[:, head] * (gh - mm_[:, head] * x_.float())).to(torch.bfloat16)
+
+        for v, name in VARIANTS.items():
+            for rnd in range(2):  # fresh inputs each round
+                gen2 = torch.Generator(device="cuda").manual_seed(9000 + 100 * si + 10 * v + rnd)
+                a2 = torch.randn(m, k, device="cuda", generator=gen2).to(torch.bfloat16)
+                b2 = torch.randn(k, n, device="cuda", generator=gen2).to(torch.bfloat16)
+                xi = xform_inputs(gen2) if v in XFORM else {}
+                c2 = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+                run(v, a2, b2, c2, **xi)
+                torch.cuda.synchronize()
+                a_eff = g_of(a2, **xi) if v in XFORM else a2
+                r2 = a_eff.float() @ b2.float()
+                rms2 = float(r2.pow(2).mean().sqrt())
+                finite = bool(torch.isfinite(c2).all())
+                err = float((c2.float() - r2).abs().max()) / rms2 if finite else float("inf")
+                err_cub = float((c2.float() - torch.mm(a_eff, b2).float()).abs().max()) / rms2 if finite else float("inf")
+                again = c2.clone()
+                run(v, a2, b2, c2, **xi)
+                torch.cuda.synchronize()
+                det = bool(torch.equal(again, c2))
+                passed = finite and err < 0.02 and det
+                ok_all &= passed
+                result["checks"].append({"shape": [m, n, k], "variant": name, "round": rnd, "finite": finite,
+                                         "err_fp32": err, "err_vs_cublas": err_cub, "deterministic": det, "passed": passed})
+                print(f"check {m}x{n}x{k} {name:13s} r{rnd}: passed={passed} finite={finite} max|err|/rms={err:.2e} "
+                      f"(vs cuBLAS {err_cub:.2e}) det={det}", flush=True)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        ins = {"a": a, "b": b, "c": c}
+        ts = timing.time_graph(lambda a, b, c: torch.mm(a, b, out=c), ins, warmups=10, samples=samples, flush=flush)
+        row["cublas"] = timing.stats(ts)["median"] / 1e3
+        xin = xform_inputs(torch.Generator(device="cuda").manual_seed(1400 + si))
+        for v, name in VARIANTS.items():
+            if v in XFORM:
+                ins_v = {**ins, **{key.rstrip("_"): t for key, t in xin.items()}}
+
+                def fn(a, b, c, x, w, rs, mm, v=v):
+                    run(v, a, b, c, x, w, rs, mm)
+            else:
+                ins_v = ins
+
+                def fn(a, b, c, v=v):
+                    run(v, a, b, c)
+            ts = timing.time_graph(fn, ins_v, warmups=10, samples=samples, flush=flush)
+            row[name] = timing.stats(ts)["median"] / 1e3
+        row["tflops"] = {key: flops / (row[key] * 1e-6) / 1e12 for key in ["cublas", *VARIANTS.values()]}
+        result["timing"].append(row)
+        print(f"time {m}x{n}x{k} ({flops / 1e9:.1f} GFLOP): " + "  ".join(
+            f"{key} {row[key]:.2f} µs ({row['tflops'][key]:.0f} TF/s)" for key in ["cublas", *VARIANTS.values()]), flush=True)
+    # per-k-block period: slope between K = 1536 and K = 8192 on the 8448×512 grid, per SM
+    t0, t1 = result["timing"][0], result["timing"][1]
+    dk = (t1["K"] - t0["K"]) // 64
+    result["period_us"] = {}
+    for key in ["cublas", *VARIANTS.values()]:
+        slope = (t1[key] - t0[key]) / dk  # µs per 64-deep k-block of the whole grid
+        tiles = 132 if "w256" in key or key == "cublas" else 264
+        # µs per 128×256×64 k-block on one SM (128×128 variants: 2 tiles per SM in sequence)
+        result["period_us"][key] = slope
+        print(f"period {key:13s}: {slope:.3f} µs per 64-deep step of the 8448×512 grid "
+              f"({'1 wide' if tiles == 132 else '2 narrow'} k-block per SM; tensor floor 0.70 µs at 790 TFLOP/s)")
+    result["all_passed"] = ok_all
+    print("probe checks passed:", sum(c["passed"] for c in result["checks"]), "of", len(result["checks"]))
+    json.dump(result, open(out, "w"), indent=1)
+    return 0 if ok_all else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
