@@ -25,7 +25,16 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SRC = ROOT / "lab/qkv_qknorm_backward/wide_probe.cu"
 CSRC = ROOT / "kernels/ops/qkv_qknorm_backward/csrc"
-VARIANTS = {0: "w256-s4", 1: "w256-s3", 2: "w128-s4", 3: "w128-s6", 4: "w256-s4-pass", 5: "w128-s4-pass", 6: "w256-s3-xform", 7: "w256-s3-cxform"}
+VARIANTS = {
+    0: "w256-s4",
+    1: "w256-s3",
+    2: "w128-s4",
+    3: "w128-s6",
+    4: "w256-s4-pass",
+    5: "w128-s4-pass",
+    6: "w256-s3-xform",
+    7: "w256-s3-cxform",
+}
 XFORM = (6, 7)
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
 SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
@@ -33,8 +42,24 @@ SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
 
 def build(out_dir: str) -> ctypes.CDLL:
     so = "/tmp/wide_probe.so"
-    cmd = ["nvcc", "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
-           "-I", str(CSRC), "-Xcompiler", "-fPIC", "-shared", "-cudart", "static", "-o", so, str(SRC)]
+    cmd = [
+        "nvcc",
+        "-std=c++17",
+        "-O3",
+        "-gencode=arch=compute_90a,code=sm_90a",
+        "-Xptxas",
+        "-v",
+        "-I",
+        str(CSRC),
+        "-Xcompiler",
+        "-fPIC",
+        "-shared",
+        "-cudart",
+        "static",
+        "-o",
+        so,
+        str(SRC),
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True)
     report = r.stdout + r.stderr
     pathlib.Path(out_dir, "wide_probe_ptxas.txt").write_text(report)
@@ -44,8 +69,9 @@ def build(out_dir: str) -> ctypes.CDLL:
     if r.returncode != 0:
         raise SystemExit(f"nvcc failed: {r.returncode}")
     sass = subprocess.run(["cuobjdump", "--dump-sass", so], capture_output=True, text=True).stdout
-    print("SASS: HGMMA", sass.count("HGMMA"), "| WARPGROUP", sass.count("WARPGROUP"), "| LDL", sass.count("LDL"),
-          "| STL", sass.count("STL"))
+    print(
+        "SASS: HGMMA", sass.count("HGMMA"), "| WARPGROUP", sass.count("WARPGROUP"), "| LDL", sass.count("LDL"), "| STL", sass.count("STL")
+    )
     lib = ctypes.CDLL(so)
     lib.wp_launch.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p] * 5
     lib.wp_launch.restype = ctypes.c_int
@@ -83,10 +109,12 @@ def main() -> int:
                 raise RuntimeError(f"wp_launch({v}) = {rc}")
 
         def xform_inputs(gen_, m=m, k=k):
-            return {"x_": torch.randn(m, k, device="cuda", generator=gen_).to(torch.bfloat16),
-                    "w_": (0.1 * torch.randn(256, device="cuda", generator=gen_)).to(torch.bfloat16),
-                    "rs_": 0.5 + torch.rand(m, 6, device="cuda", generator=gen_),
-                    "mm_": 0.1 * torch.randn(m, 6, device="cuda", generator=gen_)}
+            return {
+                "x_": torch.randn(m, k, device="cuda", generator=gen_).to(torch.bfloat16),
+                "w_": (0.1 * torch.randn(256, device="cuda", generator=gen_)).to(torch.bfloat16),
+                "rs_": 0.5 + torch.rand(m, 6, device="cuda", generator=gen_),
+                "mm_": 0.1 * torch.randn(m, 6, device="cuda", generator=gen_),
+            }
 
         def g_of(a_, x_, w_, rs_, mm_, k=k):
             col = torch.arange(k, device="cuda")
@@ -117,10 +145,23 @@ def main() -> int:
                 det = bool(torch.equal(again, c2))
                 passed = finite and err < 0.02 and det
                 ok_all &= passed
-                result["checks"].append({"shape": [m, n, k], "variant": name, "round": rnd, "finite": finite,
-                                         "err_fp32": err, "err_vs_cublas": err_cub, "deterministic": det, "passed": passed})
-                print(f"check {m}x{n}x{k} {name:13s} r{rnd}: passed={passed} finite={finite} max|err|/rms={err:.2e} "
-                      f"(vs cuBLAS {err_cub:.2e}) det={det}", flush=True)
+                result["checks"].append(
+                    {
+                        "shape": [m, n, k],
+                        "variant": name,
+                        "round": rnd,
+                        "finite": finite,
+                        "err_fp32": err,
+                        "err_vs_cublas": err_cub,
+                        "deterministic": det,
+                        "passed": passed,
+                    }
+                )
+                print(
+                    f"check {m}x{n}x{k} {name:13s} r{rnd}: passed={passed} finite={finite} max|err|/rms={err:.2e} "
+                    f"(vs cuBLAS {err_cub:.2e}) det={det}",
+                    flush=True,
+                )
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         ins = {"a": a, "b": b, "c": c}
         ts = timing.time_graph(lambda a, b, c: torch.mm(a, b, out=c), ins, warmups=10, samples=samples, flush=flush)
@@ -137,12 +178,16 @@ def main() -> int:
 
                 def fn(a, b, c, v=v):
                     run(v, a, b, c)
+
             ts = timing.time_graph(fn, ins_v, warmups=10, samples=samples, flush=flush)
             row[name] = timing.stats(ts)["median"] / 1e3
         row["tflops"] = {key: flops / (row[key] * 1e-6) / 1e12 for key in ["cublas", *VARIANTS.values()]}
         result["timing"].append(row)
-        print(f"time {m}x{n}x{k} ({flops / 1e9:.1f} GFLOP): " + "  ".join(
-            f"{key} {row[key]:.2f} µs ({row['tflops'][key]:.0f} TF/s)" for key in ["cublas", *VARIANTS.values()]), flush=True)
+        print(
+            f"time {m}x{n}x{k} ({flops / 1e9:.1f} GFLOP): "
+            + "  ".join(f"{key} {row[key]:.2f} µs ({row['tflops'][key]:.0f} TF/s)" for key in ["cublas", *VARIANTS.values()]),
+            flush=True,
+        )
     # per-k-block period: slope between K = 1536 and K = 8192 on the 8448×512 grid, per SM
     t0, t1 = result["timing"][0], result["timing"][1]
     dk = (t1["K"] - t0["K"]) // 64
@@ -152,8 +197,10 @@ def main() -> int:
         tiles = 132 if "w256" in key or key == "cublas" else 264
         # µs per 128×256×64 k-block on one SM (128×128 variants: 2 tiles per SM in sequence)
         result["period_us"][key] = slope
-        print(f"period {key:13s}: {slope:.3f} µs per 64-deep step of the 8448×512 grid "
-              f"({'1 wide' if tiles == 132 else '2 narrow'} k-block per SM; tensor floor 0.70 µs at 790 TFLOP/s)")
+        print(
+            f"period {key:13s}: {slope:.3f} µs per 64-deep step of the 8448×512 grid "
+            f"({'1 wide' if tiles == 132 else '2 narrow'} k-block per SM; tensor floor 0.70 µs at 790 TFLOP/s)"
+        )
     result["all_passed"] = ok_all
     print("probe checks passed:", sum(c["passed"] for c in result["checks"]), "of", len(result["checks"]))
     json.dump(result, open(out, "w"), indent=1)
