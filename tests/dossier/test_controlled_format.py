@@ -135,6 +135,7 @@ async def test_leaderboard_rows_leave_per_case_metrics_out_and_older_rows_are_re
     ]
     await db.leaderboards.update_one({"_id": doc["groupKey"]}, {"$set": {"rows": older}})
     await db.comparison_groups.update_one({"_id": doc["groupKey"]}, {"$unset": {"leaderboard.shape": ""}})
+    await db.counters.delete_one({"_id": leaderboards.SHAPE_MARK})  # ...and from before backfill's mark
     await bootstrap(mongo_uri, settings, data)
     assert (await db.leaderboards.find_one({"_id": doc["groupKey"]}))["rows"] == board["rows"]
     assert (await db.comparison_groups.find_one({"_id": doc["groupKey"]}))["leaderboard"]["shape"] == leaderboards.ROW_SHAPE
