@@ -259,12 +259,8 @@ class EventHub:
     async def _catch_up(self) -> None:
         """Everything stored after the watermark, up to the newest number handed out now (what
         commits later comes through the stream, opened before this is called)."""
-        after, upto = self.watermark, await last_seq(self.db)
-        while after < upto:
-            top = min(upto, after + REPLAY_PAGE)
-            for event in await self.db.events.find({"seq": {"$gt": after, "$lte": top}}).sort("seq", 1).to_list():
-                self._receive(event)
-            after = top
+        async for event in self._stored(after=self.watermark, upto=await last_seq(self.db)):
+            self._receive(event)
 
     # ------------------------------------------------------------ ordering
 
@@ -337,15 +333,18 @@ class EventHub:
 
     async def backlog(self, flt: EventFilter, *, after: int, upto: int, exclude: frozenset[int] = frozenset()) -> AsyncIterator[Doc]:
         """Stored events matching `flt` with after < seq <= upto, in order, a page at a time."""
+        async for event in self._stored(after=after, upto=upto):
+            if flt.matches(event) and event["seq"] not in exclude:
+                yield event
+
+    async def _stored(self, *, after: int, upto: int) -> AsyncIterator[Doc]:
+        """Every stored event with after < seq <= upto, in order, REPLAY_PAGE numbers a read. The
+        range alone is sent (callers filter): SecantusDB walks the `seq` index for a filter of
+        `seq` alone, while other fields beside it may turn the read into a scan of every event."""
         while after < upto:
-            # The range alone is sent and the filter applied here: SecantusDB walks the `seq`
-            # index for a filter of `seq` alone, while other fields beside it may turn the read
-            # into a scan of every event.
             top = min(upto, after + REPLAY_PAGE)
-            window = await self.db.events.find({"seq": {"$gt": after, "$lte": top}}).sort("seq", 1).to_list()
-            for event in window:
-                if flt.matches(event) and event["seq"] not in exclude:
-                    yield event
+            for event in await self.db.events.find({"seq": {"$gt": after, "$lte": top}}).sort("seq", 1).to_list():
+                yield event
             after = top
 
     # ------------------------------------------------------------ shared look-ups
