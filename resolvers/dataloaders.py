@@ -62,6 +62,7 @@ class Loaders:
     notes: DataLoader[str, Doc | None]
     jobs: DataLoader[str, Doc | None]
     code_pins: DataLoader[str, Doc | None]
+    run_rows: DataLoader[str, Doc | None]
     serving_runs: DataLoader[str, Doc | None]
     # What a serving run names, by digest (store/read_models.py ManifestDocument).
     model_revisions: DataLoader[str, Doc | None]
@@ -74,6 +75,9 @@ class Loaders:
         for node_type in NODE_TYPES.values():
             setattr(self, node_type.loader, _by_id_loader(db, node_type.collection))
         self.code_pins = _by_id_loader(db, "code_pins")
+        # A run's leaderboard row (store/run_rows.py), where it has one: what an entity lookup
+        # reads when the query asks nothing a row leaves out (Run.resolve_reference).
+        self.run_rows = _by_id_loader(db, "run_rows")
         for collection in ("model_revisions", "serving_configurations", "serving_stack_revisions", "serving_workloads"):
             setattr(self, collection, _by_id_loader(db, collection))
 

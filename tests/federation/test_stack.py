@@ -167,6 +167,53 @@ def test_an_authenticated_mutation_and_a_query_spanning_both_subgraphs(stack, tm
     assert {"state": "queued", "gpu": "NVIDIA H200", "implementation": {"name": "kernelindex-051-ext-streamnorm"}, "run": None} in jobs
 
 
+def _finish_a_job_with(stack: Stack, run_digest: str, implementation: str) -> None:
+    """A job on DEFINITION that succeeded with the bundled run `run_digest`, through store.jobs as
+    the request mutation and a runner do (only the run is not re-measured: it is already stored)."""
+    from store.client import make_client
+    from store.job_specs import JobRequest, resolve_job_spec
+    from store.jobs import JobState, claim, request_job, transition
+
+    uri = re.search(r"embedded database on (mongodb://\S+)", stack.output()).group(1)
+
+    async def finish() -> None:
+        client = make_client(uri)
+        db = client[stack.env.get("KERNELINDEX_DATABASE", "kernelindex")]
+        try:
+            definition = await db.definitions.find_one({"metadata.name": DEFINITION}, {"_id": 1})
+            spec = await resolve_job_spec(db, JobRequest(definition["_id"], implementation, "NVIDIA H200"))
+            await request_job(db, requested_by="test", idempotency_key=f"finished-{run_digest}", spec=spec)
+            held = await claim(db, runner="test-runner", gpu="NVIDIA H200", lease_seconds=600)
+            held = await transition(db, held, JobState.running)
+            await transition(db, held, JobState.succeeded, runDigest=run_digest)
+        finally:
+            await client.close()
+
+    asyncio.run(finish())
+
+
+def test_a_finished_jobs_run_is_the_registrys_run_through_the_gateway(stack):
+    # The benchmarks subgraph gives the job's run by key alone; the registry resolves the rest:
+    # from the run's leaderboard row when the row answers, else from the whole run.
+    wanted = "kernelindex-051-ext-streamnorm"
+    groups = stack.data(
+        """query($name: String!) { definition(name: $name) { comparisonGroups { runs(first: 100) { nodes {
+        id digest title evidenceLevel implementation { name } } } } } }""",
+        {"name": DEFINITION},
+    )["definition"]["comparisonGroups"]
+    run = next(r for g in groups for r in g["runs"]["nodes"] if r["implementation"]["name"] == wanted)
+    run["cases"] = stack.data("query($id: ID!) { run(id: $id) { cases { index } } }", {"id": run["id"]})["run"]["cases"]
+    assert run["cases"], "a controlled run of ours has per-case results (which its row leaves out)"
+    _finish_a_job_with(stack, run["digest"], wanted)
+
+    query = """query($name: String!) { definition(name: $name) { jobs(first: 100, state: succeeded) { edges { node {
+        run { %s } } } } } }"""
+    nodes = [e["node"] for e in stack.data(query % "id title evidenceLevel", {"name": DEFINITION})["definition"]["jobs"]["edges"]]
+    assert {"id": run["id"], "title": run["title"], "evidenceLevel": run["evidenceLevel"]} in [n["run"] for n in nodes]
+    nodes = [e["node"] for e in stack.data(query % "id cases { index }", {"name": DEFINITION})["definition"]["jobs"]["edges"]]
+    assert {"id": run["id"], "cases": run["cases"]} in [n["run"] for n in nodes]
+
+
 async def test_a_subscription_of_each_subgraph_through_the_gateway(stack, tmp_path):
     ws = stack.url.replace("http://", "ws://")
     definition = stack.post(SPANNING, {"name": DEFINITION})["data"]["definition"]["id"]
