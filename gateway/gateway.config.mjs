@@ -12,7 +12,7 @@ import { maxDepthPlugin } from "@escape.tech/graphql-armor-max-depth";
 import { maxDirectivesPlugin } from "@escape.tech/graphql-armor-max-directives";
 import { maxTokensPlugin } from "@escape.tech/graphql-armor-max-tokens";
 import { defineConfig } from "@graphql-hive/gateway";
-import { GraphQLError, Kind, parse, visit } from "graphql";
+import { GraphQLError, Kind, parse, print, visit } from "graphql";
 import http from "node:http";
 import { WebSocketServer } from "ws";
 
@@ -341,6 +341,170 @@ function subscriptionsOverWebSocketOnly() {
   };
 }
 
+// Identical live public subscriptions share one upstream subscription, as the subgraphs share
+// one execution (server/websocket.py): without this, 1,000 clients of `runPublished` make the
+// registry send every event 1,000 times and the gateway read and plan each copy. Shared: one
+// public root field (SHAREABLE_FIELDS) without `after` (a resuming client replays its own
+// backlog), from a connection that presents no key (the upstream connection carries the
+// client's). A late joiner gets the events that follow its subscribe, as a fresh subscription
+// would; a client more than MAX_SHARED_BACKLOG results behind gets a SLOW_CONSUMER error (it
+// resumes with `after`); the upstream subscription ends when its last client leaves.
+const SHAREABLE_FIELDS = new Set(["runPublished", "comparisonGroupChanged"]);
+const MAX_SHARED_BACKLOG = 1000;
+
+function shareKey(args) {
+  const params = args.contextValue?.connectionParams ?? {};
+  if (Object.values(params).some((value) => value != null && value !== "")) return null;
+  const operations = (args.document?.definitions ?? []).filter(
+    (d) => d.kind === Kind.OPERATION_DEFINITION && (args.operationName == null || d.name?.value === args.operationName),
+  );
+  if (operations.length !== 1 || operations[0].operation !== "subscription") return null;
+  const selections = operations[0].selectionSet.selections;
+  if (selections.length !== 1 || selections[0].kind !== Kind.FIELD || !SHAREABLE_FIELDS.has(selections[0].name.value)) return null;
+  const variables = args.variableValues ?? {};
+  for (const argument of selections[0].arguments ?? []) {
+    if (argument.name.value !== "after") continue;
+    const value = argument.value;
+    if (value.kind === Kind.NULL) continue;
+    if (value.kind === Kind.VARIABLE && variables[value.name.value] == null) continue;
+    return null;
+  }
+  return `${print(args.document)}\u0000${args.operationName ?? ""}\u0000${JSON.stringify(variables)}`;
+}
+
+class SharedSubscription {
+  constructor(key, source, streams) {
+    this.key = key;
+    this.source = source;
+    this.streams = streams;
+    this.listeners = new Set();
+    this.ended = false;
+    this.pump();
+  }
+
+  async pump() {
+    let failure = null;
+    try {
+      for await (const result of this.source) {
+        for (const listener of this.listeners) listener.offer(result);
+      }
+    } catch (error) {
+      failure = error;
+    }
+    this.end(failure);
+  }
+
+  end(failure) {
+    if (this.streams.get(this.key) === this) this.streams.delete(this.key);
+    this.ended = true;
+    for (const listener of this.listeners) listener.finish(failure);
+    this.listeners.clear();
+  }
+
+  leave(listener) {
+    this.listeners.delete(listener);
+    if (this.listeners.size === 0 && !this.ended) {
+      this.ended = true;
+      if (this.streams.get(this.key) === this) this.streams.delete(this.key);
+      this.source.return?.();
+    }
+  }
+
+  // One client's iterator over the shared results (each a shallow copy: plugins may rewrite a
+  // result's errors per client).
+  listen() {
+    const queue = [];
+    let wake = null;
+    let done = false;
+    let failure = null;
+    const shared = this;
+    const listener = {
+      offer(result) {
+        if (done) return;
+        if (queue.length >= MAX_SHARED_BACKLOG) {
+          queue.length = 0;
+          const message = "this subscriber fell too far behind and was dropped; subscribe again with `after` set to the last cursor received";
+          queue.push({ errors: [new GraphQLError(message, { extensions: { code: "SLOW_CONSUMER" } })] });
+          done = true;
+          shared.leave(listener);
+        } else {
+          queue.push({ ...result });
+        }
+        wake?.();
+      },
+      finish(error) {
+        done = true;
+        failure = error ?? null;
+        wake?.();
+      },
+    };
+    this.listeners.add(listener);
+    const stop = () => {
+      if (!done) {
+        done = true;
+        shared.leave(listener);
+      }
+      queue.length = 0;
+      wake?.();
+      return Promise.resolve({ value: undefined, done: true });
+    };
+    return {
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      async next() {
+        for (;;) {
+          if (queue.length) return { value: queue.shift(), done: false };
+          if (failure) {
+            const error = failure;
+            failure = null;
+            throw error;
+          }
+          if (done) return { value: undefined, done: true };
+          await new Promise((resolve) => {
+            wake = resolve;
+          });
+          wake = null;
+        }
+      },
+      return: stop,
+      throw: stop,
+    };
+  }
+}
+
+function shareLiveSubscriptions() {
+  const streams = new Map(); // key -> SharedSubscription, or the promise of the first subscribe
+  return {
+    onSubscribe({ args, subscribeFn, setSubscribeFn }) {
+      const key = shareKey(args);
+      if (key == null) return;
+      setSubscribeFn(async (subscribeArgs) => {
+        for (;;) {
+          const found = streams.get(key);
+          if (found instanceof SharedSubscription && !found.ended) return found.listen();
+          if (found) {
+            await found.catch(() => {}); // another client is opening it: join when it is open
+            continue;
+          }
+          const opening = Promise.resolve(subscribeFn(subscribeArgs));
+          streams.set(key, opening);
+          let result;
+          try {
+            result = await opening;
+          } finally {
+            if (streams.get(key) === opening) streams.delete(key);
+          }
+          if (typeof result?.[Symbol.asyncIterator] !== "function") return result; // refused: not shared
+          const stream = new SharedSubscription(key, result, streams);
+          streams.set(key, stream);
+          return stream.listen();
+        }
+      });
+    },
+  };
+}
+
 // The query planner renames a field it fetches twice (`_v2_comparisonGroup`); an error's path
 // names the client's response keys instead.
 const PLANNER_ALIAS = /^_v\d+_(.+)$/;
@@ -552,6 +716,7 @@ export const gatewayConfig = defineConfig({
       ...queryLimits(LIMITS),
       subscriptionsOverWebSocketOnly(),
       on("subscriptions") && limitSubscriptionsPerConnection(MAX_SUBSCRIPTIONS_PER_CONNECTION),
+      on("share") && shareLiveSubscriptions(),
       on("cost") && costLimitCode(),
       on("errors") && codeEveryError(),
     ].filter(Boolean),

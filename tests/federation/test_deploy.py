@@ -121,7 +121,7 @@ def test_gateway_config_loads_and_supergraph_composes_for_the_cluster_urls():
     # Without KERNELINDEX_QUERY_LIMITS (a gateway started by hand), the gateway's limits are the subgraphs'.
     assert json.loads(loaded.stdout) == {
         "ws": "ws",
-        "plugins": 13,
+        "plugins": 14,
         "headers": "function",
         "cost": {"maxCost": 5000, "listSize": 10},
         "limits": Settings().query_limits(),

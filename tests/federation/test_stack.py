@@ -5,6 +5,7 @@ point, with the bundled data): the embedded database, the registry and benchmark
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -262,6 +263,62 @@ async def test_a_subscription_of_each_subgraph_through_the_gateway(stack, tmp_pa
         event = await connection.next_data("job", timeout=30)
     assert event["benchmarkJobUpdated"]["state"] == "claimed"
     assert event["benchmarkJobUpdated"]["job"] == {"id": job["id"], "state": "claimed", "gpu": "NVIDIA H200"}
+
+
+def _registry_connections(stack: Stack) -> set[str]:
+    """Peers of the ESTABLISHED TCP sockets on the registry subgraph's port (from /proc)."""
+    port = int(re.search(r"registry subgraph on http://127\.0\.0\.1:(\d+)/", stack.output()).group(1))
+    peers = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                peers.add(fields[2])
+    return peers
+
+
+def _load_run(stack: Stack, tmp_path: Path, name: str) -> None:
+    bundle = factories.run_bundle(name)
+    manifests = tmp_path / f"{name}.json"
+    objects = (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
+    manifests.write_text(json.dumps([m.to_json() for m in objects]))
+    loaded = stack.cli("load", str(manifests))
+    assert loaded.returncode == 0, loaded.stderr
+
+
+async def test_identical_live_subscriptions_share_one_upstream_subscription(stack, tmp_path):
+    # 40 anonymous clients of the same runPublished subscription through the gateway: one
+    # upstream subscription (gateway/gateway.config.mjs shareLiveSubscriptions), so the gateway
+    # needs no more upstream connections for 40 than for one; every client gets every run, the
+    # first one leaving stops nobody else, and a resuming client (`after`) replays on its own.
+    ws = stack.url.replace("http://", "ws://")
+    async with contextlib.AsyncExitStack() as exits:
+        before = _registry_connections(stack)
+        clients = [await exits.enter_async_context(ws_connection(ws)) for _ in range(40)]
+        for client in clients:
+            await client.subscribe("runs", RUN_PUBLISHED)
+        await asyncio.sleep(2.0)  # the gateway opens its upstream subscription(s)
+        opened = _registry_connections(stack) - before
+        assert len(opened) <= 1, f"{len(opened)} upstream connections for 40 identical subscriptions"
+
+        await asyncio.to_thread(_load_run, stack, tmp_path, "shared-1")
+        first = [(await client.next_data("runs", timeout=30))["runPublished"] for client in clients]
+        assert {m["run"]["name"] for m in first} == {"synthetic-shared-1"}
+        assert len({m["cursor"] for m in first}) == 1
+
+        for client in clients[:20]:  # the client whose subscribe opened the upstream one among them
+            await client.complete("runs")
+        late = await exits.enter_async_context(ws_connection(ws))
+        await late.subscribe("runs", RUN_PUBLISHED)
+        resuming = await exits.enter_async_context(ws_connection(ws))
+        await resuming.subscribe("runs", RUN_PUBLISHED, {"after": first[0]["cursor"]})
+        await asyncio.sleep(1.5)
+
+        await asyncio.to_thread(_load_run, stack, tmp_path, "shared-2")
+        for client in [*clients[20:], late, resuming]:
+            assert (await client.next_data("runs", timeout=30))["runPublished"]["run"]["name"] == "synthetic-shared-2"
+        for client in clients[:20]:
+            await client.quiet("runs", 0.5)
 
 
 def test_pages_are_served_through_the_gateway(stack):
