@@ -26,7 +26,9 @@ bundled data in a fresh database, and measures, one after the other:
    delivered / expected, latency p50/p99 (receipt − start of the publishing call; target 100 %,
    p99 ≤ 100 ms), and how many upstream WebSocket connections the gateway opened to the registry
    subgraph for them (ESTABLISHED sockets on the subgraph's port that appeared while subscribing);
-   then the same subscribers straight to the registry subgraph (the floor).
+   then the same subscribers straight to the registry subgraph, and on a bare Node WebSocket
+   server that sends each event to every subscription on a POST (bench/broadcast_floor.mjs: the
+   floor of delivery to this subscriber process on this machine).
 """
 
 from __future__ import annotations
@@ -306,8 +308,24 @@ async def subscribers_main(url: str, count: int, expect: int, out: Path, deadlin
         await close_subscribers(tasks, receipts, out)
 
 
-async def subscriptions(args, uri: str, stack, ws_url: str) -> dict:
-    """`--subscribers` subscribers on `ws_url`, `--runs` runs published: delivery and latency."""
+def broadcast_floor() -> tuple[subprocess.Popen, str, str]:
+    """bench/broadcast_floor.mjs on a free port: (process, its WebSocket URL, its publish URL)."""
+    from store.embedded import free_port
+
+    port = free_port()
+    script = Path(__file__).resolve().parent / "broadcast_floor.mjs"
+    process = subprocess.Popen(["node", str(script), str(port)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    if process.stdout.readline().strip() != "READY":
+        raise SystemExit("bench/broadcast_floor.mjs did not start")
+    return process, f"ws://127.0.0.1:{port}/graphql", f"http://127.0.0.1:{port}/publish"
+
+
+async def subscriptions(args, uri: str, stack, ws_url: str, publish_url: str | None = None) -> dict:
+    """`--subscribers` subscribers on `ws_url`, `--runs` runs published 0.2 s apart: delivery and
+    latency. Runs are published through store.publish (as `kernelindex load`), or with
+    `publish_url` (bench/broadcast_floor.mjs) by a POST that makes that server send them."""
+    import httpx
+
     from store.client import make_client
     from store.publish import publish
     from tests import factories
@@ -330,11 +348,16 @@ async def subscriptions(args, uri: str, stack, ws_url: str) -> dict:
     db = client[os.environ["KERNELINDEX_DATABASE"]]
     published: dict[str, float] = {}
     try:
-        for i in range(args.runs):
-            bundle = factories.run_bundle(f"gw-{uuid.uuid4().hex[:8]}-{i}", user=f"gw{i}")
-            published[bundle.run.metadata.name] = time.time()
-            await publish(db, bundle)
-            await asyncio.sleep(0.2)
+        async with httpx.AsyncClient(timeout=60) as http:
+            for i in range(args.runs):
+                bundle = factories.run_bundle(f"gw-{uuid.uuid4().hex[:8]}-{i}", user=f"gw{i}")
+                name = bundle.run.metadata.name
+                published[name] = time.time()
+                if publish_url:
+                    await http.post(publish_url, json={"name": name})
+                else:
+                    await publish(db, bundle)
+                await asyncio.sleep(0.2)
         await loop.run_in_executor(None, proc.stdout.readline)  # DONE
     finally:
         await client.close()
@@ -410,13 +433,20 @@ async def run(args: argparse.Namespace, uri: str) -> int:
             failures.append(f"cross-subgraph p50 {s50:.1f} ms > {SPANNING_P50_MS:g} ms (floor {floor:.1f} ms)")
 
         if not args.skip_subscriptions:
-            # Through the gateway, then the same straight to the registry subgraph (the floor:
-            # the subgraph's own fan-out, with the subscriber process on the same cores).
+            # Through the gateway, then the same straight to the registry subgraph, then from a
+            # bare Node broadcast (the floor: delivery alone, to the same subscriber process on
+            # the same cores; no GraphQL, no database write).
             paths = {
                 "through the gateway": f"ws://127.0.0.1:{stack.port}/graphql",
-                "straight to registry (floor)": direct.replace("http", "ws", 1),
+                "straight to registry": direct.replace("http", "ws", 1),
             }
             results = {name: await subscriptions(args, uri, stack, url) for name, url in paths.items()}
+            floor, floor_ws, floor_publish = broadcast_floor()
+            try:
+                results["a bare Node broadcast (floor)"] = await subscriptions(args, uri, stack, floor_ws, floor_publish)
+            finally:
+                floor.terminate()
+                floor.wait(timeout=30)
             table = Table(title=f"4. {args.subscribers} runPublished subscribers, {args.runs} runs 0.2 s apart")
             for column in ("path", "delivered", "duplicates", "p50 ms", "p99 ms", "max ms", "upstream WebSockets (gateway → registry)"):
                 table.add_column(column)
