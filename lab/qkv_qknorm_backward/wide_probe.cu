@@ -324,13 +324,224 @@ int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa,
   return cudaGetLastError();
 }
 
+
+// kCX pipelined (14th session): the same arithmetic on this warpgroup's 64 rows, but g and x̂ in
+// separate stages (g in the wgmma ring, x̂ in its own ring) and, with kAll, every shared and
+// global load of the thread's 4 chunks issued before the first store (a thread's 4 chunks share
+// r & 7, so one w vector; 4 rows → 4 rstd and 4 m).
+template <bool kAll>
+__device__ __forceinline__ void transform_split(uint8_t* gbox, const uint8_t* xbox, int m0h, int kb, int t,
+                                                const XArgs& xa) {
+  const int head = (kb >> 2) % 6;
+  const int d0 = (kb & 3) * 64;
+  const int r0 = t >> 3, c = t & 7;
+  if constexpr (kAll) {
+    uint4 g[4], x[4];
+    float rs[4], mm[4];
+    const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(xa.w + d0 + (c ^ (r0 & 7)) * 8));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = r0 + 16 * i;
+      rs[i] = __ldg(xa.rs + static_cast<size_t>(m0h + r) * 6 + head);
+      mm[i] = __ldg(xa.mm + static_cast<size_t>(m0h + r) * 6 + head);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int off = (r0 + 16 * i) * 128 + c * 16;
+      g[i] = *reinterpret_cast<const uint4*>(gbox + off);
+      x[i] = *reinterpret_cast<const uint4*>(xbox + off);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int off = (r0 + 16 * i) * 128 + c * 16;
+      float gf[8], xf[8], o[8];
+      unpack8(make_uint4(hfma2_bf16(g[i].x, w16.x, g[i].x), hfma2_bf16(g[i].y, w16.y, g[i].y),
+                         hfma2_bf16(g[i].z, w16.z, g[i].z), hfma2_bf16(g[i].w, w16.w, g[i].w)),
+              gf);
+      unpack8(x[i], xf);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = rs[i] * (gf[e] - mm[i] * xf[e]);
+      *reinterpret_cast<uint4*>(gbox + off) =
+          make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
+    }
+  } else {  // cxform's chain: one chunk at a time, its loads on the critical path
+#pragma unroll 1
+    for (int i = 0; i < 4; ++i) {
+      const int r = r0 + 16 * i;
+      const int off = r * 128 + c * 16;
+      const uint4 g = *reinterpret_cast<const uint4*>(gbox + off);
+      const uint4 x = *reinterpret_cast<const uint4*>(xbox + off);
+      const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(xa.w + d0 + (c ^ (r & 7)) * 8));
+      const float rs = __ldg(xa.rs + static_cast<size_t>(m0h + r) * 6 + head);
+      const float mm = __ldg(xa.mm + static_cast<size_t>(m0h + r) * 6 + head);
+      float gf[8], xf[8], o[8];
+      unpack8(make_uint4(hfma2_bf16(g.x, w16.x, g.x), hfma2_bf16(g.y, w16.y, g.y), hfma2_bf16(g.z, w16.z, g.z),
+                         hfma2_bf16(g.w, w16.w, g.w)),
+              gf);
+      unpack8(x, xf);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] = rs * (gf[e] - mm * xf[e]);
+      *reinterpret_cast<uint4*>(gbox + off) =
+          make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
+    }
+  }
+}
+
+// 14th session: cxform with the tensor pipe kept busy across k-blocks. Two rings: the wgmma ring
+// (g box + B, 48 KiB a stage, kS = 4 as w256-s4) and an x̂ ring (16 KiB a stage, kXS = 2), so
+// x̂ of k-block i + 1 is released as soon as the transform has read it and the g/B stage of
+// k-block i − 1 as soon as wgmma i − 1 is done. Consumer warpgroup h, per k-block i: issue wgmma i
+// (its G rows made one iteration earlier), transform its 64 rows of k-block i + 1 (g in place,
+// x̂ read), release x̂ i + 1, wait for wgmma i − 1 (not i), release stage i − 1, meet its 127
+// partners (their G rows of i + 1 written and fenced), go on: wgmma i is still running when
+// wgmma i + 1 is issued. kMode 1 (diagnostic): the same loads and rings, no transform (C = g·B).
+template <int kS, int kXS, int kMode, bool kAll>
+__global__ void __launch_bounds__(kThreads, 1)
+    cxp_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+               const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
+  constexpr int kN = 256;
+  constexpr int kBBytes = kBK * kN * 2;
+  constexpr int kStageBytes = kABytes + kBBytes;  // 48 KiB
+  constexpr int kAcc = kN / 2;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* xsmem = smem + kS * kStageBytes;
+  uint64_t* full = reinterpret_cast<uint64_t*>(xsmem + kXS * kABytes);
+  uint64_t* empty = full + kS;
+  uint64_t* xfull = empty + kS;
+  uint64_t* xempty = xfull + kXS;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
+  const int ntn = n / kN;
+  const int m0 = (blockIdx.x / ntn) * kBM, n0 = (blockIdx.x % ntn) * kN;
+  const int nk = k / kBK;
+  if (tid == 0) {
+    for (int s = 0; s < kS; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8);
+    }
+    for (int s = 0; s < kXS; ++s) {
+      mbar_init(&xfull[s], 1);
+      mbar_init(&xempty[s], 8);
+    }
+    fence_barrier_init();
+    tma_prefetch_desc(&map_a);
+    tma_prefetch_desc(&map_b);
+    tma_prefetch_desc(&map_x);
+  }
+  __syncthreads();
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (warp == 0 && lane == 0) {
+      RingPos<kS> pos;
+      RingPos<kXS> xpos;
+      for (int kb = 0; kb < nk; ++kb) {
+        ring_acquire(full, empty, pos, kStageBytes);
+        uint8_t* st = smem + pos.stage * kStageBytes;
+        tma_load_2d(st, &map_a, &full[pos.stage], kb * kBK, m0);
+        tma_load_2d(st + kBoxBytes, &map_a, &full[pos.stage], kb * kBK, m0 + 64);
+#pragma unroll
+        for (int j = 0; j < kN / 64; ++j)
+          tma_load_2d(st + kABytes + j * kBoxBytes, &map_b, &full[pos.stage], n0 + 64 * j, kb * kBK);
+        ring_acquire(xfull, xempty, xpos, kABytes);
+        uint8_t* xs = xsmem + xpos.stage * kABytes;
+        tma_load_2d(xs, &map_x, &xfull[xpos.stage], kb * kBK, m0);
+        tma_load_2d(xs + kBoxBytes, &map_x, &xfull[xpos.stage], kb * kBK, m0 + 64);
+        pos.advance();
+        xpos.advance();
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    float acc[kAcc];
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
+    const int h = wg - 1;
+    const int ct = tid - 128 * wg;  // 0..127 within this consumer warpgroup
+    const int m0h = m0 + h * 64;
+    RingPos<kS> pos;
+    RingPos<kXS> xpos;
+    // k-block 0's own rows before the loop
+    mbar_wait(&full[0], 0);
+    mbar_wait(&xfull[0], 0);
+    if (kMode == 0) {
+      transform_split<kAll>(smem + h * kBoxBytes, xsmem + h * kBoxBytes, m0h, 0, ct, xa);
+      fence_proxy_async_shared();
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&xempty[0]);
+    xpos.advance();
+    named_barrier_sync(wg, 128);
+    int prev = -1;
+    for (int kb = 0; kb < nk; ++kb) {
+      const uint32_t st = smem_u32(smem + pos.stage * kStageBytes);
+      const uint32_t a_base = st + h * kBoxBytes;
+      const uint32_t b_base = st + kABytes;
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        const uint64_t da = make_desc_sw128(a_base + ks * 32, 16, 1024);
+        const uint64_t db = make_desc_sw128(b_base + ks * 2048, kBoxBytes, 1024);
+        wgmma_m64n256k16_w<0, 1>(acc, da, db, 1);
+      }
+      wgmma_commit();
+      RingPos<kS> nxt = pos;
+      nxt.advance();
+      if (kb + 1 < nk) {
+        mbar_wait(&full[nxt.stage], nxt.phase);
+        mbar_wait(&xfull[xpos.stage], xpos.phase);
+        if (kMode == 0) {
+          transform_split<kAll>(smem + nxt.stage * kStageBytes + h * kBoxBytes, xsmem + xpos.stage * kABytes + h * kBoxBytes,
+                                m0h, kb + 1, ct, xa);
+          fence_proxy_async_shared();
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&xempty[xpos.stage]);
+        xpos.advance();
+      }
+      wgmma_wait<1>();  // wgmma i − 1 done; i may still run
+      if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+      prev = pos.stage;
+      if (kb + 1 < nk) named_barrier_sync(wg, 128);
+      pos = nxt;
+    }
+    wgmma_wait<0>();
+    const int row = m0h + (warp & 3) * 16 + (lane >> 2);
+    const int col = n0 + (lane & 3) * 2;
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+      *reinterpret_cast<uint32_t*>(c + static_cast<size_t>(row) * n + col + 8 * j) = pack_bf16x2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<uint32_t*>(c + static_cast<size_t>(row + 8) * n + col + 8 * j) =
+          pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+}
+
+template <int kS, int kXS, int kMode, bool kAll>
+int launch_cxp(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
+  if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
+  CUtensorMap ma, mb, mx;
+  if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n) || !make_map(&mx, xa.x, m, k, k)) return -1;
+  auto fn = cxp_kernel<kS, kXS, kMode, kAll>;
+  constexpr int smem = kS * (kABytes + kBK * 256 * 2) + kXS * kABytes + 1024 + 16 * (kS + kXS);
+  static bool attr = false;
+  if (!attr) {
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return e;
+    attr = true;
+  }
+  fn<<<(m / kBM) * (n / 256), kThreads, smem, stream>>>(ma, mb, mx, reinterpret_cast<__nv_bfloat16*>(c), n, k, xa);
+  return cudaGetLastError();
+}
+
 }  // namespace wp
 
 extern "C" {
 // variant: 0 = 128×256, 4 stages; 1 = 128×256, 3 stages; 2 = 128×128, 4 stages; 3 = 128×128,
 // 6 stages; 4 = 128×256, 4 stages, pass; 5 = 128×128, 4 stages, pass; 6 = 128×256, 3 stages,
 // transform by warps 1-3; 7 = 128×256, 3 stages, each consumer warpgroup transforms its own rows
-// one k-block ahead (x, w, rs, mm used). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// one k-block ahead (x, w, rs, mm used); 8 = cxp (14th session): cxform with split rings (4 × g/B,
+// 2 × x̂) and wgmma i − 1 waited, not i, all loads of a thread's 4 chunks first; 9 = cxp with
+// cxform's serial chunk loop; 10 = cxp's loads and rings without the transform (C = g·B). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -345,6 +556,9 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 5: return wp::launch<128, 4, true>(a, b, c, m, n, k, xa, s);
     case 6: return (x && w && rs && mm) ? wp::launch<256, 3, false, true>(a, b, c, m, n, k, xa, s) : -2;
     case 7: return (x && w && rs && mm) ? wp::launch<256, 3, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
+    case 8: return (x && w && rs && mm) ? wp::launch_cxp<4, 2, 0, true>(a, b, c, m, n, k, xa, s) : -2;
+    case 9: return (x && w && rs && mm) ? wp::launch_cxp<4, 2, 0, false>(a, b, c, m, n, k, xa, s) : -2;
+    case 10: return (x && w && rs && mm) ? wp::launch_cxp<4, 2, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
 }

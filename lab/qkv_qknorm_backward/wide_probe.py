@@ -34,8 +34,12 @@ VARIANTS = {
     5: "w128-s4-pass",
     6: "w256-s3-xform",
     7: "w256-s3-cxform",
+    8: "w256-cxp",
+    9: "w256-cxp-serial",
+    10: "w256-cxp-load",
 }
-XFORM = (6, 7)
+XFORM = (6, 7, 8, 9)  # C = G·B with G made in the kernel
+XIN = (*XFORM, 10)  # variants that take x̂, w, rstd, m (10 loads x̂ but computes C = g·B)
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
 SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
 
@@ -129,7 +133,7 @@ def main() -> int:
                 gen2 = torch.Generator(device="cuda").manual_seed(9000 + 100 * si + 10 * v + rnd)
                 a2 = torch.randn(m, k, device="cuda", generator=gen2).to(torch.bfloat16)
                 b2 = torch.randn(k, n, device="cuda", generator=gen2).to(torch.bfloat16)
-                xi = xform_inputs(gen2) if v in XFORM else {}
+                xi = xform_inputs(gen2) if v in XIN else {}
                 c2 = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
                 run(v, a2, b2, c2, **xi)
                 torch.cuda.synchronize()
@@ -168,7 +172,7 @@ def main() -> int:
         row["cublas"] = timing.stats(ts)["median"] / 1e3
         xin = xform_inputs(torch.Generator(device="cuda").manual_seed(1400 + si))
         for v, name in VARIANTS.items():
-            if v in XFORM:
+            if v in XIN:
                 ins_v = {**ins, **{key.rstrip("_"): t for key, t in xin.items()}}
 
                 def fn(a, b, c, x, w, rs, mm, v=v):
