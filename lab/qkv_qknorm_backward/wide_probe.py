@@ -37,8 +37,9 @@ VARIANTS = {
     8: "w256-cxp",
     9: "w256-cxp-serial",
     10: "w256-cxp-load",
+    11: "w256-cxr",
 }
-XFORM = (6, 7, 8, 9)  # C = G·B with G made in the kernel
+XFORM = (6, 7, 8, 9, 11)  # C = G·B with G made in the kernel
 XIN = (*XFORM, 10)  # variants that take x̂, w, rstd, m (10 loads x̂ but computes C = g·B)
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
 SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
@@ -89,6 +90,10 @@ def main() -> int:
 
     out = sys.argv[1]
     samples = int(sys.argv[sys.argv.index("--samples") + 1]) if "--samples" in sys.argv else 50
+    if "--variants" in sys.argv:  # a subset, e.g. --variants 0,7,8
+        keep = {int(v) for v in sys.argv[sys.argv.index("--variants") + 1].split(",")}
+        for v in [v for v in VARIANTS if v not in keep]:
+            del VARIANTS[v]
     out_dir = os.path.dirname(os.path.abspath(out))
     lib = build(out_dir)
     flush = timing.L2Flush()
