@@ -409,7 +409,7 @@ __device__ __forceinline__ void transform_split(uint8_t* gbox, const uint8_t* xb
 // x̂ read), release x̂ i + 1, wait for wgmma i − 1 (not i), release stage i − 1, meet its 127
 // partners (their G rows of i + 1 written and fenced), go on: wgmma i is still running when
 // wgmma i + 1 is issued. kMode 1 (diagnostic): the same loads and rings, no transform (C = g·B).
-template <int kS, int kXS, int kMode, bool kAll>
+template <int kS, int kXS, int kMode, bool kAll, int kWrap = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     cxp_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
@@ -449,17 +449,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       RingPos<kS> pos;
       RingPos<kXS> xpos;
       for (int kb = 0; kb < nk; ++kb) {
+        const int ka = (kWrap ? kb % kWrap : kb) * kBK;  // g/x̂ column (kWrap: an L2-resident diagnostic)
         ring_acquire(full, empty, pos, kStageBytes);
         uint8_t* st = smem + pos.stage * kStageBytes;
-        tma_load_2d(st, &map_a, &full[pos.stage], kb * kBK, m0);
-        tma_load_2d(st + kBoxBytes, &map_a, &full[pos.stage], kb * kBK, m0 + 64);
+        tma_load_2d(st, &map_a, &full[pos.stage], ka, m0);
+        tma_load_2d(st + kBoxBytes, &map_a, &full[pos.stage], ka, m0 + 64);
 #pragma unroll
         for (int j = 0; j < kN / 64; ++j)
           tma_load_2d(st + kABytes + j * kBoxBytes, &map_b, &full[pos.stage], n0 + 64 * j, kb * kBK);
         ring_acquire(xfull, xempty, xpos, kABytes);
         uint8_t* xs = xsmem + xpos.stage * kABytes;
-        tma_load_2d(xs, &map_x, &xfull[xpos.stage], kb * kBK, m0);
-        tma_load_2d(xs + kBoxBytes, &map_x, &xfull[xpos.stage], kb * kBK, m0 + 64);
+        tma_load_2d(xs, &map_x, &xfull[xpos.stage], ka, m0);
+        tma_load_2d(xs + kBoxBytes, &map_x, &xfull[xpos.stage], ka, m0 + 64);
         pos.advance();
         xpos.advance();
       }
@@ -530,12 +531,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int kS, int kXS, int kMode, bool kAll>
+template <int kS, int kXS, int kMode, bool kAll, int kWrap = 0>
 int launch_cxp(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
   if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n) || !make_map(&mx, xa.x, m, k, k)) return -1;
-  auto fn = cxp_kernel<kS, kXS, kMode, kAll>;
+  auto fn = cxp_kernel<kS, kXS, kMode, kAll, kWrap>;
   constexpr int smem = kS * (kABytes + kBK * 256 * 2) + kXS * kABytes + 1024 + 16 * (kS + kXS);
   static bool attr = false;
   if (!attr) {
@@ -591,7 +592,7 @@ __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* 
   }
 }
 
-template <int kBS, int kGS>
+template <int kBS, int kGS, int kWrap = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     cxr_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
@@ -630,12 +631,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       RingPos<kBS> bpos;
       RingPos<kGS> gpos;
       for (int kb = 0; kb < nk; ++kb) {
+        const int ka = (kWrap ? kb % kWrap : kb) * kBK;  // g/x̂ column (kWrap: an L2-resident diagnostic)
         ring_acquire(gfull, gempty, gpos, kGXBytes);
         uint8_t* gs = gsmem + gpos.stage * kGXBytes;
-        tma_load_2d(gs, &map_a, &gfull[gpos.stage], kb * kBK, m0);
-        tma_load_2d(gs + kBoxBytes, &map_a, &gfull[gpos.stage], kb * kBK, m0 + 64);
-        tma_load_2d(gs + kABytes, &map_x, &gfull[gpos.stage], kb * kBK, m0);
-        tma_load_2d(gs + kABytes + kBoxBytes, &map_x, &gfull[gpos.stage], kb * kBK, m0 + 64);
+        tma_load_2d(gs, &map_a, &gfull[gpos.stage], ka, m0);
+        tma_load_2d(gs + kBoxBytes, &map_a, &gfull[gpos.stage], ka, m0 + 64);
+        tma_load_2d(gs + kABytes, &map_x, &gfull[gpos.stage], ka, m0);
+        tma_load_2d(gs + kABytes + kBoxBytes, &map_x, &gfull[gpos.stage], ka, m0 + 64);
         ring_acquire(bfull, bempty, bpos, kBBytes);
         uint8_t* bs = smem + bpos.stage * kBBytes;
 #pragma unroll
@@ -693,12 +695,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int kBS, int kGS>
+template <int kBS, int kGS, int kWrap = 0>
 int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
   if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n) || !make_map(&mx, xa.x, m, k, k)) return -1;
-  auto fn = cxr_kernel<kBS, kGS>;
+  auto fn = cxr_kernel<kBS, kGS, kWrap>;
   constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS);
   static bool attr = false;
   if (!attr) {
@@ -719,7 +721,9 @@ extern "C" {
 // one k-block ahead (x, w, rs, mm used); 8 = cxp (14th session): cxform with split rings (4 × g/B,
 // 2 × x̂) and wgmma i − 1 waited, not i, all loads of a thread's 4 chunks first; 9 = cxp with
 // cxform's serial chunk loop; 10 = cxp's loads and rings without the transform (C = g·B); 11 = cxr
-// (A fragments built in registers, wgmma from registers; rings 4 × B, 3 × g/x̂). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// (A fragments built in registers, wgmma from registers; rings 4 × B, 3 × g/x̂); 12, 13 = cxr, cxp
+// with g/x̂ read at column (k-block mod 12)·64 (an L2-resident diagnostic: no DRAM stream); 14 =
+// cxr with rings 3 × B, 4 × g/x̂. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -738,6 +742,9 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 9: return (x && w && rs && mm) ? wp::launch_cxp<4, 2, 0, false>(a, b, c, m, n, k, xa, s) : -2;
     case 10: return (x && w && rs && mm) ? wp::launch_cxp<4, 2, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     case 11: return (x && w && rs && mm) ? wp::launch_cxr<4, 3>(a, b, c, m, n, k, xa, s) : -2;
+    case 12: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 12>(a, b, c, m, n, k, xa, s) : -2;
+    case 13: return (x && w && rs && mm) ? wp::launch_cxp<4, 2, 0, true, 12>(a, b, c, m, n, k, xa, s) : -2;
+    case 14: return (x && w && rs && mm) ? wp::launch_cxr<3, 4>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
 }

@@ -38,8 +38,12 @@ VARIANTS = {
     9: "w256-cxp-serial",
     10: "w256-cxp-load",
     11: "w256-cxr",
+    12: "w256-cxr-l2",
+    13: "w256-cxp-l2",
+    14: "w256-cxr-b3g4",
 }
-XFORM = (6, 7, 8, 9, 11)  # C = G·B with G made in the kernel
+XFORM = (6, 7, 8, 9, 11, 12, 13, 14)
+WRAP = {12: 12, 13: 12}  # g/x̂ read at column (k-block mod 12)·64: L2-resident, no DRAM stream  # C = G·B with G made in the kernel
 XIN = (*XFORM, 10)  # variants that take x̂, w, rstd, m (10 loads x̂ but computes C = g·B)
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
 SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
@@ -142,7 +146,11 @@ def main() -> int:
                 c2 = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
                 run(v, a2, b2, c2, **xi)
                 torch.cuda.synchronize()
-                a_eff = g_of(a2, **xi) if v in XFORM else a2
+                if v in WRAP:  # the kernel reads g/x̂ column c at c mod 64·WRAP[v]
+                    cols = torch.arange(k, device="cuda") % (64 * WRAP[v])
+                    a_eff = g_of(a2[:, cols], **{**xi, "x_": xi["x_"][:, cols]})
+                else:
+                    a_eff = g_of(a2, **xi) if v in XFORM else a2
                 r2 = a_eff.float() @ b2.float()
                 rms2 = float(r2.pow(2).mean().sqrt())
                 finite = bool(torch.isfinite(c2).all())
