@@ -13,10 +13,10 @@ run() {
   echo "[$1: variants $3, rc=$rc]"
   return $rc
 }
-run main 240 "$1" && exit 0
+run main 200 "$1" && exit 0
 shift
 i=0
 for set in "$@"; do
   i=$((i + 1))
-  run "fb$i" 100 "$set"
+  run "fb$i" 80 "$set"
 done
