@@ -339,228 +339,54 @@ int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa,
 }
 
 
-// kCX pipelined (14th session): the same arithmetic on this warpgroup's 64 rows, but g and x̂ in
-// separate stages (g in the wgmma ring, x̂ in its own ring) and, with kAll, every shared and
-// global load of the thread's 4 chunks issued before the first store (a thread's 4 chunks share
-// r & 7, so one w vector; 4 rows → 4 rstd and 4 m).
-template <bool kAll>
-__device__ __forceinline__ void transform_split(uint8_t* gbox, const uint8_t* xbox, int m0h, int kb, int t,
-                                                const XArgs& xa) {
-  const int head = (kb >> 2) % 6;
-  const int d0 = (kb & 3) * 64;
-  const int r0 = t >> 3, c = t & 7;
-  if constexpr (kAll) {
-    uint4 g[4], x[4];
-    float rs[4], mm[4];
-    const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(xa.w + d0 + (c ^ (r0 & 7)) * 8));
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int r = r0 + 16 * i;
-      rs[i] = __ldg(xa.rs + static_cast<size_t>(m0h + r) * 6 + head);
-      mm[i] = __ldg(xa.mm + static_cast<size_t>(m0h + r) * 6 + head);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int off = (r0 + 16 * i) * 128 + c * 16;
-      g[i] = *reinterpret_cast<const uint4*>(gbox + off);
-      x[i] = *reinterpret_cast<const uint4*>(xbox + off);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int off = (r0 + 16 * i) * 128 + c * 16;
-      float gf[8], xf[8], o[8];
-      unpack8(make_uint4(hfma2_bf16(g[i].x, w16.x, g[i].x), hfma2_bf16(g[i].y, w16.y, g[i].y),
-                         hfma2_bf16(g[i].z, w16.z, g[i].z), hfma2_bf16(g[i].w, w16.w, g[i].w)),
-              gf);
-      unpack8(x[i], xf);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o[e] = rs[i] * (gf[e] - mm[i] * xf[e]);
-      *reinterpret_cast<uint4*>(gbox + off) =
-          make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
-    }
-  } else {  // cxform's chain: one chunk at a time, its loads on the critical path
-#pragma unroll 1
-    for (int i = 0; i < 4; ++i) {
-      const int r = r0 + 16 * i;
-      const int off = r * 128 + c * 16;
-      const uint4 g = *reinterpret_cast<const uint4*>(gbox + off);
-      const uint4 x = *reinterpret_cast<const uint4*>(xbox + off);
-      const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(xa.w + d0 + (c ^ (r & 7)) * 8));
-      const float rs = __ldg(xa.rs + static_cast<size_t>(m0h + r) * 6 + head);
-      const float mm = __ldg(xa.mm + static_cast<size_t>(m0h + r) * 6 + head);
-      float gf[8], xf[8], o[8];
-      unpack8(make_uint4(hfma2_bf16(g.x, w16.x, g.x), hfma2_bf16(g.y, w16.y, g.y), hfma2_bf16(g.z, w16.z, g.z),
-                         hfma2_bf16(g.w, w16.w, g.w)),
-              gf);
-      unpack8(x, xf);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o[e] = rs * (gf[e] - mm * xf[e]);
-      *reinterpret_cast<uint4*>(gbox + off) =
-          make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]), pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
-    }
-  }
-}
-
-// 14th session: cxform with the tensor pipe kept busy across k-blocks. Two rings: the wgmma ring
-// (g box + B, 48 KiB a stage, kS = 4 as w256-s4) and an x̂ ring (16 KiB a stage, kXS = 2), so
-// x̂ of k-block i + 1 is released as soon as the transform has read it and the g/B stage of
-// k-block i − 1 as soon as wgmma i − 1 is done. Consumer warpgroup h, per k-block i: issue wgmma i
-// (its G rows made one iteration earlier), transform its 64 rows of k-block i + 1 (g in place,
-// x̂ read), release x̂ i + 1, wait for wgmma i − 1 (not i), release stage i − 1, meet its 127
-// partners (their G rows of i + 1 written and fenced), go on: wgmma i is still running when
-// wgmma i + 1 is issued. kMode 1 (diagnostic): the same loads and rings, no transform (C = g·B).
-template <int kS, int kXS, int kMode, bool kAll, int kWrap = 0>
-__global__ void __launch_bounds__(kThreads, 1)
-    cxp_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-               const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
-  constexpr int kN = 256;
-  constexpr int kBBytes = kBK * kN * 2;
-  constexpr int kStageBytes = kABytes + kBBytes;  // 48 KiB
-  constexpr int kAcc = kN / 2;
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint8_t* xsmem = smem + kS * kStageBytes;
-  uint64_t* full = reinterpret_cast<uint64_t*>(xsmem + kXS * kABytes);
-  uint64_t* empty = full + kS;
-  uint64_t* xfull = empty + kS;
-  uint64_t* xempty = xfull + kXS;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
-  const int ntn = n / kN;
-  const int m0 = (blockIdx.x / ntn) * kBM, n0 = (blockIdx.x % ntn) * kN;
-  const int nk = k / kBK;
-  if (tid == 0) {
-    for (int s = 0; s < kS; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], 8);
-    }
-    for (int s = 0; s < kXS; ++s) {
-      mbar_init(&xfull[s], 1);
-      mbar_init(&xempty[s], 8);
-    }
-    fence_barrier_init();
-    tma_prefetch_desc(&map_a);
-    tma_prefetch_desc(&map_b);
-    tma_prefetch_desc(&map_x);
-  }
-  __syncthreads();
-  if (wg == 0) {
-    setmaxnreg_dec<40>();
-    if (warp == 0 && lane == 0) {
-      RingPos<kS> pos;
-      RingPos<kXS> xpos;
-      for (int kb = 0; kb < nk; ++kb) {
-        const int ka = (kWrap ? kb % kWrap : kb) * kBK;  // g/x̂ column (kWrap: an L2-resident diagnostic)
-        ring_acquire(full, empty, pos, kStageBytes);
-        uint8_t* st = smem + pos.stage * kStageBytes;
-        tma_load_2d(st, &map_a, &full[pos.stage], ka, m0);
-        tma_load_2d(st + kBoxBytes, &map_a, &full[pos.stage], ka, m0 + 64);
-#pragma unroll
-        for (int j = 0; j < kN / 64; ++j)
-          tma_load_2d(st + kABytes + j * kBoxBytes, &map_b, &full[pos.stage], n0 + 64 * j, kb * kBK);
-        ring_acquire(xfull, xempty, xpos, kABytes);
-        uint8_t* xs = xsmem + xpos.stage * kABytes;
-        tma_load_2d(xs, &map_x, &xfull[xpos.stage], ka, m0);
-        tma_load_2d(xs + kBoxBytes, &map_x, &xfull[xpos.stage], ka, m0 + 64);
-        pos.advance();
-        xpos.advance();
-      }
-    }
-  } else {
-    setmaxnreg_inc<232>();
-    float acc[kAcc];
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
-    const int h = wg - 1;
-    const int ct = tid - 128 * wg;  // 0..127 within this consumer warpgroup
-    const int m0h = m0 + h * 64;
-    RingPos<kS> pos;
-    RingPos<kXS> xpos;
-    // k-block 0's own rows before the loop
-    mbar_wait(&full[0], 0);
-    mbar_wait(&xfull[0], 0);
-    if (kMode == 0) {
-      transform_split<kAll>(smem + h * kBoxBytes, xsmem + h * kBoxBytes, m0h, 0, ct, xa);
-      fence_proxy_async_shared();
-    }
-    __syncwarp();
-    if (lane == 0) mbar_arrive(&xempty[0]);
-    xpos.advance();
-    named_barrier_sync(wg, 128);
-    int prev = -1;
-    for (int kb = 0; kb < nk; ++kb) {
-      const uint32_t st = smem_u32(smem + pos.stage * kStageBytes);
-      const uint32_t a_base = st + h * kBoxBytes;
-      const uint32_t b_base = st + kABytes;
-      wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        const uint64_t da = make_desc_sw128(a_base + ks * 32, 16, 1024);
-        const uint64_t db = make_desc_sw128(b_base + ks * 2048, kBoxBytes, 1024);
-        wgmma_m64n256k16_w<0, 1>(acc, da, db, 1);
-      }
-      wgmma_commit();
-      RingPos<kS> nxt = pos;
-      nxt.advance();
-      if (kb + 1 < nk) {
-        mbar_wait(&full[nxt.stage], nxt.phase);
-        mbar_wait(&xfull[xpos.stage], xpos.phase);
-        if (kMode == 0) {
-          transform_split<kAll>(smem + nxt.stage * kStageBytes + h * kBoxBytes, xsmem + xpos.stage * kABytes + h * kBoxBytes,
-                                m0h, kb + 1, ct, xa);
-          fence_proxy_async_shared();
-        }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&xempty[xpos.stage]);
-        xpos.advance();
-      }
-      wgmma_wait<1>();  // wgmma i − 1 done; i may still run
-      if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
-      prev = pos.stage;
-      if (kb + 1 < nk) named_barrier_sync(wg, 128);
-      pos = nxt;
-    }
-    wgmma_wait<0>();
-    const int row = m0h + (warp & 3) * 16 + (lane >> 2);
-    const int col = n0 + (lane & 3) * 2;
-#pragma unroll
-    for (int j = 0; j < kN / 8; ++j) {
-      *reinterpret_cast<uint32_t*>(c + static_cast<size_t>(row) * n + col + 8 * j) = pack_bf16x2(acc[4 * j], acc[4 * j + 1]);
-      *reinterpret_cast<uint32_t*>(c + static_cast<size_t>(row + 8) * n + col + 8 * j) =
-          pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
-    }
-  }
-}
-
-template <int kS, int kXS, int kMode, bool kAll, int kWrap = 0>
-int launch_cxp(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
-  if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
-  CUtensorMap ma, mb, mx;
-  if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n) || !make_map(&mx, xa.x, m, k, k)) return -1;
-  auto fn = cxp_kernel<kS, kXS, kMode, kAll, kWrap>;
-  constexpr int smem = kS * (kABytes + kBK * 256 * 2) + kXS * kABytes + 1024 + 16 * (kS + kXS);
-  static bool attr = false;
-  if (!attr) {
-    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (e != cudaSuccess) return e;
-    attr = true;
-  }
-  fn<<<(m / kBM) * (n / 256), kThreads, smem, stream>>>(ma, mb, mx, reinterpret_cast<__nv_bfloat16*>(c), n, k, xa);
-  return cudaGetLastError();
-}
-
-
-// 14th session: cxr — cxp's pipelining with G never in shared memory: each consumer thread builds
+// 14th session: cxr — G never in shared memory, the tensor pipe never drained: each consumer thread builds
 // its A fragments of k-block i + 1 in registers (ldmatrix of g and x̂, the transform, bf16x2) and
 // issues wgmma with A from registers (the 10th session's rs, on the wide tile: there a 128×128
 // k-block's 0.26 µs of wgmma could not cover the ~0.5 µs build; here one wide k-block is ~0.68).
 // Rings: g + x̂ (32 KiB a stage, kGS) freed as soon as the fragments are built, B (32 KiB, kBS)
 // freed when wgmma i − 1 is done. rstd/m: each thread's own 2 rows, read (L1) at build time.
 // Shared-memory bytes per wide k-block: 64 KiB in + 32 KiB by ldmatrix + 64 KiB of B to the
-// wgmma = 160 KiB (cxp 192).
+// wgmma = 160 KiB (cxp, G written back in place, 192; cxp lost, 1.185 µs per wide k-block on an
+// H200 against cxform's 1.090 and cxr's 0.965: its code is at git 4c2ca2b).
+// kBuild: 0 = as described; 1 = diagnostic, ldmatrix of g only and A = g (no x̂, no arithmetic, no
+// global loads: C = g·B); 2 = the build's loads off its critical path: w from a 512-byte shared
+// copy, the next k-block's rstd/m loaded before wgmma i is issued, all 8 ldmatrix issued first.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&d)[4], const void* row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
                : "r"(smem_u32(row)));
+}
+
+// kBuild 2: rs/mm of the thread's 2 rows passed in (loaded a step early), w from shared memory.
+template <int kBuild>
+__device__ __forceinline__ void build_frags2(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox, int kb, int wq,
+                                             int lane, const float (&rs)[2], const float (&mm)[2], const uint32_t* wsm) {
+  const int li = lane & 7, lj = lane >> 3;
+  const int r = 16 * wq + li + 8 * (lj & 1);
+  if constexpr (kBuild == 1) {
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) ldmatrix_x4(f[ks], gbox + r * 128 + (((2 * ks + (lj >> 1)) ^ (r & 7)) << 4));
+  } else {
+    uint32_t g[4][4], x[4][4];
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      const int off = r * 128 + (((2 * ks + (lj >> 1)) ^ (r & 7)) << 4);
+      ldmatrix_x4(g[ks], gbox + off);
+      ldmatrix_x4(x[ks], xbox + off);
+    }
+    const int w0 = ((kb & 3) * 64 + 2 * (lane & 3)) >> 1;  // in bf16 pairs
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint32_t w2 = wsm[w0 + 8 * ks + 4 * (q >> 1)];
+        const uint32_t gh = hfma2_bf16(g[ks][q], w2, g[ks][q]);
+        const float g0 = __uint_as_float(gh << 16), g1 = __uint_as_float(gh & 0xffff0000u);
+        const float x0 = __uint_as_float(x[ks][q] << 16), x1 = __uint_as_float(x[ks][q] & 0xffff0000u);
+        f[ks][q] = pack_bf16x2(rs[q & 1] * (g0 - mm[q & 1] * x0), rs[q & 1] * (g1 - mm[q & 1] * x1));
+      }
+    }
+  }
 }
 
 __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox, int m0h, int kb,
@@ -592,7 +418,7 @@ __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* 
   }
 }
 
-template <int kBS, int kGS, int kWrap = 0>
+template <int kBS, int kGS, int kWrap = 0, int kBuild = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     cxr_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
@@ -606,10 +432,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* bempty = bfull + kBS;
   uint64_t* gfull = bempty + kBS;
   uint64_t* gempty = gfull + kGS;
+  uint32_t* wsm = reinterpret_cast<uint32_t*>(gempty + kGS + 2);  // kBuild 2: w as 128 bf16 pairs
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
   const int ntn = n / kN;
   const int m0 = (blockIdx.x / ntn) * kBM, n0 = (blockIdx.x % ntn) * kN;
   const int nk = k / kBK;
+  if (kBuild == 2 && tid >= 128 && tid < 256) wsm[tid - 128] = __ldg(reinterpret_cast<const unsigned int*>(xa.w) + tid - 128);
   if (tid == 0) {
     for (int s = 0; s < kBS; ++s) {
       mbar_init(&bfull[s], 1);
@@ -655,16 +483,27 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int m0h = m0 + h * 64;
     RingPos<kBS> bpos;
     RingPos<kGS> gpos;
+    float rsn[2], mmn[2];  // kBuild 2: rstd, m of this thread's 2 rows for the next build
+    auto load_rm = [&](int kb) {
+      const int head = (kb >> 2) % 6;
+      const int ra = m0h + 16 * wq + (lane >> 2);
+      rsn[0] = __ldg(xa.rs + static_cast<size_t>(ra) * 6 + head);
+      rsn[1] = __ldg(xa.rs + static_cast<size_t>(ra + 8) * 6 + head);
+      mmn[0] = __ldg(xa.mm + static_cast<size_t>(ra) * 6 + head);
+      mmn[1] = __ldg(xa.mm + static_cast<size_t>(ra + 8) * 6 + head);
+    };
     auto build_next = [&](uint32_t (&f)[4][4], int kb) {
       mbar_wait(&gfull[gpos.stage], gpos.phase);
       const uint8_t* gs = gsmem + gpos.stage * kGXBytes;
-      build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
+      if constexpr (kBuild == 0) build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
+      else build_frags2<kBuild>(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, kb, wq, lane, rsn, mmn, wsm);
       __syncwarp();
       if (lane == 0) mbar_arrive(&gempty[gpos.stage]);
       gpos.advance();
     };
     int prev = -1;
     auto step = [&](int i, uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4]) {
+      if (kBuild == 2 && i + 1 < nk) load_rm(i + 1);  // lands while wgmma i is issued and i − 1 waited
       mbar_wait(&bfull[bpos.stage], bpos.phase);
       const uint32_t bb = smem_u32(smem + bpos.stage * kBBytes);
       wgmma_fence();
@@ -678,6 +517,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (i + 1 < nk) build_next(nxt, i + 1);
     };
     uint32_t fa[4][4], fb[4][4];
+    if (kBuild == 2) load_rm(0);  // (the w table was written before the CTA's __syncthreads)
     build_next(fa, 0);
     for (int i = 0; i < nk; i += 2) {
       step(i, fa, fb);
@@ -695,13 +535,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int kBS, int kGS, int kWrap = 0>
+template <int kBS, int kGS, int kWrap = 0, int kBuild = 0>
 int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
   if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n) || !make_map(&mx, xa.x, m, k, k)) return -1;
-  auto fn = cxr_kernel<kBS, kGS, kWrap>;
-  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS);
+  auto fn = cxr_kernel<kBS, kGS, kWrap, kBuild>;
+  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS) + 16 + 512;
   static bool attr = false;
   if (!attr) {
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -718,12 +558,12 @@ extern "C" {
 // variant: 0 = 128×256, 4 stages; 1 = 128×256, 3 stages; 2 = 128×128, 4 stages; 3 = 128×128,
 // 6 stages; 4 = 128×256, 4 stages, pass; 5 = 128×128, 4 stages, pass; 6 = 128×256, 3 stages,
 // transform by warps 1-3; 7 = 128×256, 3 stages, each consumer warpgroup transforms its own rows
-// one k-block ahead (x, w, rs, mm used); 8 = cxp (14th session): cxform with split rings (4 × g/B,
-// 2 × x̂) and wgmma i − 1 waited, not i, all loads of a thread's 4 chunks first; 9 = cxp with
-// cxform's serial chunk loop; 10 = cxp's loads and rings without the transform (C = g·B); 11 = cxr
-// (A fragments built in registers, wgmma from registers; rings 4 × B, 3 × g/x̂); 12, 13 = cxr, cxp
-// with g/x̂ read at column (k-block mod 12)·64 (an L2-resident diagnostic: no DRAM stream); 14 =
-// cxr with rings 3 × B, 4 × g/x̂. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// one k-block ahead (x, w, rs, mm used); 11 = cxr (14th session: A fragments built in registers,
+// wgmma from registers, wgmma i − 1 waited; rings 4 × B, 3 × g/x̂); 12 = cxr with g/x̂ read at
+// column (k-block mod 12)·64 (an L2-resident diagnostic: no DRAM stream); 15 = cxr-nob (A = g by
+// ldmatrix alone: the pipeline without the transform, C = g·B); 16 = cxr-hoist (w from shared
+// memory, rstd/m a step early, all ldmatrix first). 8-10, 13 (cxp) and 14 (cxr, rings 3 × B and
+// 4 × g/x̂) lost and were removed: git 4c2ca2b. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -738,13 +578,10 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 5: return wp::launch<128, 4, true>(a, b, c, m, n, k, xa, s);
     case 6: return (x && w && rs && mm) ? wp::launch<256, 3, false, true>(a, b, c, m, n, k, xa, s) : -2;
     case 7: return (x && w && rs && mm) ? wp::launch<256, 3, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
-    case 8: return (x && w && rs && mm) ? wp::launch_cxp<4, 2, 0, true>(a, b, c, m, n, k, xa, s) : -2;
-    case 9: return (x && w && rs && mm) ? wp::launch_cxp<4, 2, 0, false>(a, b, c, m, n, k, xa, s) : -2;
-    case 10: return (x && w && rs && mm) ? wp::launch_cxp<4, 2, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     case 11: return (x && w && rs && mm) ? wp::launch_cxr<4, 3>(a, b, c, m, n, k, xa, s) : -2;
     case 12: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 12>(a, b, c, m, n, k, xa, s) : -2;
-    case 13: return (x && w && rs && mm) ? wp::launch_cxp<4, 2, 0, true, 12>(a, b, c, m, n, k, xa, s) : -2;
-    case 14: return (x && w && rs && mm) ? wp::launch_cxr<3, 4>(a, b, c, m, n, k, xa, s) : -2;
+    case 15: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1>(a, b, c, m, n, k, xa, s) : -2;
+    case 16: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 2>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
 }

@@ -34,17 +34,14 @@ VARIANTS = {
     5: "w128-s4-pass",
     6: "w256-s3-xform",
     7: "w256-s3-cxform",
-    8: "w256-cxp",
-    9: "w256-cxp-serial",
-    10: "w256-cxp-load",
     11: "w256-cxr",
     12: "w256-cxr-l2",
-    13: "w256-cxp-l2",
-    14: "w256-cxr-b3g4",
+    15: "w256-cxr-nob",
+    16: "w256-cxr-hoist",
 }
-XFORM = (6, 7, 8, 9, 11, 12, 13, 14)
-WRAP = {12: 12, 13: 12}  # g/x̂ read at column (k-block mod 12)·64: L2-resident, no DRAM stream  # C = G·B with G made in the kernel
-XIN = (*XFORM, 10)  # variants that take x̂, w, rstd, m (10 loads x̂ but computes C = g·B)
+XFORM = (6, 7, 11, 12, 16)  # C = G·B with G made in the kernel
+XIN = (*XFORM, 15)  # variants that take x̂, w, rstd, m (15 computes C = g·B)
+WRAP = {12: 12}  # g/x̂ read at column (k-block mod 12)·64: L2-resident, no DRAM stream
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
 SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
 
@@ -155,12 +152,32 @@ def main() -> int:
                 rms2 = float(r2.pow(2).mean().sqrt())
                 finite = bool(torch.isfinite(c2).all())
                 err = float((c2.float() - r2).abs().max()) / rms2 if finite else float("inf")
+                # the error left after the output's own bf16 rounding (half an ulp of |ref|): a
+                # transform variant's outputs reach > 8 rms, where that rounding alone is 0.016-0.031 rms
+                half_ulp = torch.ldexp(torch.ones_like(r2), torch.frexp(r2.abs()).exponent - 9)
+                excess = float(((c2.float() - r2).abs() - half_ulp).clamp_min(0).max()) / rms2 if finite else float("inf")
+                gcheck = {}
+                if si == 0 and rnd == 0 and v in XFORM:  # the kernel's G itself, bitwise: B selects columns
+                    mis, worst = 0, 0.0
+                    eye = torch.arange(n, device="cuda")
+                    for s_ in range(k // n):
+                        bsel = torch.zeros(k, n, device="cuda", dtype=torch.bfloat16)
+                        bsel[s_ * n + eye, eye] = 1.0
+                        cs = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+                        run(v, a2, bsel, cs, **xi)
+                        torch.cuda.synchronize()
+                        gref = a_eff[:, s_ * n : (s_ + 1) * n].float()
+                        d = (cs.float() - gref).abs()
+                        mis += int((d != 0).sum())
+                        ulp = torch.ldexp(torch.ones_like(gref), torch.frexp(gref.abs()).exponent - 8)
+                        worst = max(worst, float((d / ulp).max()))
+                    gcheck = {"g_mismatch": mis, "g_elems": m * k, "g_max_ulp": worst}
                 err_cub = float((c2.float() - torch.mm(a_eff, b2).float()).abs().max()) / rms2 if finite else float("inf")
                 again = c2.clone()
                 run(v, a2, b2, c2, **xi)
                 torch.cuda.synchronize()
                 det = bool(torch.equal(again, c2))
-                passed = finite and err < 0.02 and det
+                passed = finite and det and (err < 0.02 or excess < 0.005)
                 ok_all &= passed
                 result["checks"].append(
                     {
@@ -170,13 +187,15 @@ def main() -> int:
                         "finite": finite,
                         "err_fp32": err,
                         "err_vs_cublas": err_cub,
+                        "err_excess": excess,
+                        **gcheck,
                         "deterministic": det,
                         "passed": passed,
                     }
                 )
                 print(
                     f"check {m}x{n}x{k} {name:13s} r{rnd}: passed={passed} finite={finite} max|err|/rms={err:.2e} "
-                    f"(vs cuBLAS {err_cub:.2e}) det={det}",
+                    f"(vs cuBLAS {err_cub:.2e}) excess={excess:.1e} det={det} {gcheck}",
                     flush=True,
                 )
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
