@@ -348,45 +348,14 @@ int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa,
 // Shared-memory bytes per wide k-block: 64 KiB in + 32 KiB by ldmatrix + 64 KiB of B to the
 // wgmma = 160 KiB (cxp, G written back in place, 192; cxp lost, 1.185 µs per wide k-block on an
 // H200 against cxform's 1.090 and cxr's 0.965: its code is at git 4c2ca2b).
-// kBuild: 0 = as described; 1 = diagnostic, ldmatrix of g only and A = g (no x̂, no arithmetic, no
-// global loads: C = g·B); 2 = the build's loads off its critical path: w from a 512-byte shared
-// copy, the next k-block's rstd/m loaded before wgmma i is issued, all 8 ldmatrix issued first.
+// Call 2 removed two variants (code at git 8acb515): cxr-nob (the build = ldmatrix of g alone, fed
+// straight to the wgmma; racy — the g stage was released before the ldmatrix results were used)
+// and cxr-hoist (w from shared memory, rstd/m a step early, all 8 ldmatrix first; ptxas C7515
+// serialized its wgmma, 1.055 µs on an H100 vs cxr's 0.989).
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&d)[4], const void* row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
                : "r"(smem_u32(row)));
-}
-
-// kBuild 2: rs/mm of the thread's 2 rows passed in (loaded a step early), w from shared memory.
-template <int kBuild>
-__device__ __forceinline__ void build_frags2(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox, int kb, int wq,
-                                             int lane, const float (&rs)[2], const float (&mm)[2], const uint32_t* wsm) {
-  const int li = lane & 7, lj = lane >> 3;
-  const int r = 16 * wq + li + 8 * (lj & 1);
-  if constexpr (kBuild == 1) {
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) ldmatrix_x4(f[ks], gbox + r * 128 + (((2 * ks + (lj >> 1)) ^ (r & 7)) << 4));
-  } else {
-    uint32_t g[4][4], x[4][4];
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      const int off = r * 128 + (((2 * ks + (lj >> 1)) ^ (r & 7)) << 4);
-      ldmatrix_x4(g[ks], gbox + off);
-      ldmatrix_x4(x[ks], xbox + off);
-    }
-    const int w0 = ((kb & 3) * 64 + 2 * (lane & 3)) >> 1;  // in bf16 pairs
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const uint32_t w2 = wsm[w0 + 8 * ks + 4 * (q >> 1)];
-        const uint32_t gh = hfma2_bf16(g[ks][q], w2, g[ks][q]);
-        const float g0 = __uint_as_float(gh << 16), g1 = __uint_as_float(gh & 0xffff0000u);
-        const float x0 = __uint_as_float(x[ks][q] << 16), x1 = __uint_as_float(x[ks][q] & 0xffff0000u);
-        f[ks][q] = pack_bf16x2(rs[q & 1] * (g0 - mm[q & 1] * x0), rs[q & 1] * (g1 - mm[q & 1] * x1));
-      }
-    }
-  }
 }
 
 __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox, int m0h, int kb,
@@ -418,7 +387,7 @@ __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* 
   }
 }
 
-template <int kBS, int kGS, int kWrap = 0, int kBuild = 0>
+template <int kBS, int kGS, int kWrap = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     cxr_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
@@ -432,12 +401,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* bempty = bfull + kBS;
   uint64_t* gfull = bempty + kBS;
   uint64_t* gempty = gfull + kGS;
-  uint32_t* wsm = reinterpret_cast<uint32_t*>(gempty + kGS + 2);  // kBuild 2: w as 128 bf16 pairs
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
   const int ntn = n / kN;
   const int m0 = (blockIdx.x / ntn) * kBM, n0 = (blockIdx.x % ntn) * kN;
   const int nk = k / kBK;
-  if (kBuild == 2 && tid >= 128 && tid < 256) wsm[tid - 128] = __ldg(reinterpret_cast<const unsigned int*>(xa.w) + tid - 128);
   if (tid == 0) {
     for (int s = 0; s < kBS; ++s) {
       mbar_init(&bfull[s], 1);
@@ -483,27 +450,16 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int m0h = m0 + h * 64;
     RingPos<kBS> bpos;
     RingPos<kGS> gpos;
-    float rsn[2], mmn[2];  // kBuild 2: rstd, m of this thread's 2 rows for the next build
-    auto load_rm = [&](int kb) {
-      const int head = (kb >> 2) % 6;
-      const int ra = m0h + 16 * wq + (lane >> 2);
-      rsn[0] = __ldg(xa.rs + static_cast<size_t>(ra) * 6 + head);
-      rsn[1] = __ldg(xa.rs + static_cast<size_t>(ra + 8) * 6 + head);
-      mmn[0] = __ldg(xa.mm + static_cast<size_t>(ra) * 6 + head);
-      mmn[1] = __ldg(xa.mm + static_cast<size_t>(ra + 8) * 6 + head);
-    };
     auto build_next = [&](uint32_t (&f)[4][4], int kb) {
       mbar_wait(&gfull[gpos.stage], gpos.phase);
       const uint8_t* gs = gsmem + gpos.stage * kGXBytes;
-      if constexpr (kBuild == 0) build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
-      else build_frags2<kBuild>(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, kb, wq, lane, rsn, mmn, wsm);
+      build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
       __syncwarp();
       if (lane == 0) mbar_arrive(&gempty[gpos.stage]);
       gpos.advance();
     };
     int prev = -1;
     auto step = [&](int i, uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4]) {
-      if (kBuild == 2 && i + 1 < nk) load_rm(i + 1);  // lands while wgmma i is issued and i − 1 waited
       mbar_wait(&bfull[bpos.stage], bpos.phase);
       const uint32_t bb = smem_u32(smem + bpos.stage * kBBytes);
       wgmma_fence();
@@ -517,7 +473,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (i + 1 < nk) build_next(nxt, i + 1);
     };
     uint32_t fa[4][4], fb[4][4];
-    if (kBuild == 2) load_rm(0);  // (the w table was written before the CTA's __syncthreads)
     build_next(fa, 0);
     for (int i = 0; i < nk; i += 2) {
       step(i, fa, fb);
@@ -535,13 +490,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int kBS, int kGS, int kWrap = 0, int kBuild = 0>
+template <int kBS, int kGS, int kWrap = 0>
 int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
   if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n) || !make_map(&mx, xa.x, m, k, k)) return -1;
-  auto fn = cxr_kernel<kBS, kGS, kWrap, kBuild>;
-  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS) + 16 + 512;
+  auto fn = cxr_kernel<kBS, kGS, kWrap>;
+  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS);
   static bool attr = false;
   if (!attr) {
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -560,10 +515,9 @@ extern "C" {
 // transform by warps 1-3; 7 = 128×256, 3 stages, each consumer warpgroup transforms its own rows
 // one k-block ahead (x, w, rs, mm used); 11 = cxr (14th session: A fragments built in registers,
 // wgmma from registers, wgmma i − 1 waited; rings 4 × B, 3 × g/x̂); 12 = cxr with g/x̂ read at
-// column (k-block mod 12)·64 (an L2-resident diagnostic: no DRAM stream); 15 = cxr-nob (A = g by
-// ldmatrix alone: the pipeline without the transform, C = g·B); 16 = cxr-hoist (w from shared
-// memory, rstd/m a step early, all ldmatrix first). 8-10, 13 (cxp) and 14 (cxr, rings 3 × B and
-// 4 × g/x̂) lost and were removed: git 4c2ca2b. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// column (k-block mod 12)·64 (an L2-resident diagnostic: no DRAM stream). 8-10, 13 (cxp) and 14
+// (cxr, rings 3 × B and 4 × g/x̂) lost and were removed: git 4c2ca2b; 15 (cxr-nob) and 16
+// (cxr-hoist): git 8acb515. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -580,8 +534,6 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 7: return (x && w && rs && mm) ? wp::launch<256, 3, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
     case 11: return (x && w && rs && mm) ? wp::launch_cxr<4, 3>(a, b, c, m, n, k, xa, s) : -2;
     case 12: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 12>(a, b, c, m, n, k, xa, s) : -2;
-    case 15: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1>(a, b, c, m, n, k, xa, s) : -2;
-    case 16: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 2>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
 }

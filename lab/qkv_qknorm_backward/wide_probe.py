@@ -36,11 +36,9 @@ VARIANTS = {
     7: "w256-s3-cxform",
     11: "w256-cxr",
     12: "w256-cxr-l2",
-    15: "w256-cxr-nob",
-    16: "w256-cxr-hoist",
 }
-XFORM = (6, 7, 11, 12, 16)  # C = G·B with G made in the kernel
-XIN = (*XFORM, 15)  # variants that take x̂, w, rstd, m (15 computes C = g·B)
+XFORM = (6, 7, 11, 12)  # C = G·B with G made in the kernel
+XIN = XFORM  # variants that take x̂, w, rstd, m
 WRAP = {12: 12}  # g/x̂ read at column (k-block mod 12)·64: L2-resident, no DRAM stream
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
 SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
