@@ -10,7 +10,11 @@ preallocated output) first. The per-k-block period of each variant is the slope 
 depths K = 1536 and K = 8192 on the same 132-tile grid (fixed costs cancel). Variants w256-s3-xform (the
 transform on warps 1-3) and w256-s3-cxform (each consumer warpgroup transforms its own rows one
 k-block ahead, under the previous wgmma) compute C = G·B with G = rstd·(ĝ − m·x̂), ĝ = bf16(g + g·w) made in the kernel from A = g (its
-reference makes G in fp32 from the same bf16 inputs, rounds it to bf16, then G·B in fp32). Lab only.
+reference makes G in fp32 from the same bf16 inputs, rounds it to bf16, then G·B in fp32). 14th
+session: w256-cxr (each consumer thread builds its A fragments in registers, wgmma from registers)
+and w256-cxr-l2 (the same with g/x̂ L2-resident); checks add the error left after the output's own
+bf16 rounding and, at K = 1536, the kernel's G itself element by element. --variants 0,7,11 picks
+a subset. Lab only.
 """
 
 from __future__ import annotations

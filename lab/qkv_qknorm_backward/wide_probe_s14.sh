@@ -13,7 +13,7 @@ run() {
   echo "[$1: variants $3, rc=$rc]"
   return $rc
 }
-sass() { python3 lab/qkv_qknorm_backward/sass_counts.py /tmp/wide_probe.so cxr_kernel cxp_kernel probe_kernelILi256ELi4ELb0 >>"$OUT/gpu.txt" 2>&1; }
+sass() { python3 lab/qkv_qknorm_backward/sass_counts.py /tmp/wide_probe.so cxr_kernel probe_kernelILi256ELi4ELb0 >>"$OUT/gpu.txt" 2>&1; }
 if run main 200 "$1"; then
   sass
   exit 0
