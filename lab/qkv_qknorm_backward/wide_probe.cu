@@ -75,6 +75,20 @@ __device__ __forceinline__ void wgmma_m64n256k16_w(float (&d)[128], uint64_t des
       : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TA), "n"(TB));
 }
 
+// D[64x256] (+)= A[64x16] (registers, the mma fragment layout) * B[16x256] (shared memory, MN-major).
+__device__ __forceinline__ void wgmma_m64n256k16_rs(float (&d)[128], const uint32_t (&a)[4], uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "{%128, %129, %130, %131}, %132, p, 1, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+
 template <int kN, int kStages, bool kX>
 constexpr int smem_bytes() {
   return kStages * (kABytes * (kX ? 2 : 1) + kBK * kN * 2) + 1024 + 3 * kStages * 8;
@@ -324,13 +338,186 @@ int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa,
   return cudaGetLastError();
 }
 
+
+// 14th session: cxr — G never in shared memory, the tensor pipe never drained: each consumer thread builds
+// its A fragments of k-block i + 1 in registers (ldmatrix of g and x̂, the transform, bf16x2) and
+// issues wgmma with A from registers (the 10th session's rs, on the wide tile: there a 128×128
+// k-block's 0.26 µs of wgmma could not cover the ~0.5 µs build; here one wide k-block is ~0.68).
+// Rings: g + x̂ (32 KiB a stage, kGS) freed as soon as the fragments are built, B (32 KiB, kBS)
+// freed when wgmma i − 1 is done. rstd/m: each thread's own 2 rows, read (L1) at build time.
+// Shared-memory bytes per wide k-block: 64 KiB in + 32 KiB by ldmatrix + 64 KiB of B to the
+// wgmma = 160 KiB (cxp, G written back in place, 192; cxp lost, 1.185 µs per wide k-block on an
+// H200 against cxform's 1.090 and cxr's 0.965: its code is at git 4c2ca2b).
+// Call 2 removed two variants (code at git 8acb515): cxr-nob (the build = ldmatrix of g alone, fed
+// straight to the wgmma; racy — the g stage was released before the ldmatrix results were used)
+// and cxr-hoist (w from shared memory, rstd/m a step early, all 8 ldmatrix first; ptxas C7515
+// serialized its wgmma, 1.055 µs on an H100 vs cxr's 0.989).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&d)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(smem_u32(row)));
+}
+
+__device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox, int m0h, int kb,
+                                            int wq, int lane, const XArgs& xa) {
+  const int head = (kb >> 2) % 6;
+  const int d0 = (kb & 3) * 64;
+  const int ra = 16 * wq + (lane >> 2);
+  const float rs[2] = {__ldg(xa.rs + static_cast<size_t>(m0h + ra) * 6 + head),
+                       __ldg(xa.rs + static_cast<size_t>(m0h + ra + 8) * 6 + head)};
+  const float mm[2] = {__ldg(xa.mm + static_cast<size_t>(m0h + ra) * 6 + head),
+                       __ldg(xa.mm + static_cast<size_t>(m0h + ra + 8) * 6 + head)};
+  const int li = lane & 7, lj = lane >> 3;
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const int r = 16 * wq + li + 8 * (lj & 1);
+    const int off = r * 128 + (((2 * ks + (lj >> 1)) ^ (r & 7)) << 4);
+    uint32_t g[4], x[4];
+    ldmatrix_x4(g, gbox + off);
+    ldmatrix_x4(x, xbox + off);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int d = d0 + 16 * ks + 8 * (q >> 1) + 2 * (lane & 3);
+      const uint32_t w2 = __ldg(reinterpret_cast<const unsigned int*>(xa.w + d));
+      const uint32_t gh = hfma2_bf16(g[q], w2, g[q]);
+      const float g0 = __uint_as_float(gh << 16), g1 = __uint_as_float(gh & 0xffff0000u);
+      const float x0 = __uint_as_float(x[q] << 16), x1 = __uint_as_float(x[q] & 0xffff0000u);
+      f[ks][q] = pack_bf16x2(rs[q & 1] * (g0 - mm[q & 1] * x0), rs[q & 1] * (g1 - mm[q & 1] * x1));
+    }
+  }
+}
+
+template <int kBS, int kGS, int kWrap = 0>
+__global__ void __launch_bounds__(kThreads, 1)
+    cxr_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+               const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
+  constexpr int kN = 256;
+  constexpr int kBBytes = kBK * kN * 2;   // 32 KiB
+  constexpr int kGXBytes = 2 * kABytes;  // g (2 boxes) + x̂ (2 boxes)
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint8_t* gsmem = smem + kBS * kBBytes;
+  uint64_t* bfull = reinterpret_cast<uint64_t*>(gsmem + kGS * kGXBytes);
+  uint64_t* bempty = bfull + kBS;
+  uint64_t* gfull = bempty + kBS;
+  uint64_t* gempty = gfull + kGS;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
+  const int ntn = n / kN;
+  const int m0 = (blockIdx.x / ntn) * kBM, n0 = (blockIdx.x % ntn) * kN;
+  const int nk = k / kBK;
+  if (tid == 0) {
+    for (int s = 0; s < kBS; ++s) {
+      mbar_init(&bfull[s], 1);
+      mbar_init(&bempty[s], 8);
+    }
+    for (int s = 0; s < kGS; ++s) {
+      mbar_init(&gfull[s], 1);
+      mbar_init(&gempty[s], 8);
+    }
+    fence_barrier_init();
+    tma_prefetch_desc(&map_a);
+    tma_prefetch_desc(&map_b);
+    tma_prefetch_desc(&map_x);
+  }
+  __syncthreads();
+  if (wg == 0) {
+    setmaxnreg_dec<40>();
+    if (warp == 0 && lane == 0) {
+      RingPos<kBS> bpos;
+      RingPos<kGS> gpos;
+      for (int kb = 0; kb < nk; ++kb) {
+        const int ka = (kWrap ? kb % kWrap : kb) * kBK;  // g/x̂ column (kWrap: an L2-resident diagnostic)
+        ring_acquire(gfull, gempty, gpos, kGXBytes);
+        uint8_t* gs = gsmem + gpos.stage * kGXBytes;
+        tma_load_2d(gs, &map_a, &gfull[gpos.stage], ka, m0);
+        tma_load_2d(gs + kBoxBytes, &map_a, &gfull[gpos.stage], ka, m0 + 64);
+        tma_load_2d(gs + kABytes, &map_x, &gfull[gpos.stage], ka, m0);
+        tma_load_2d(gs + kABytes + kBoxBytes, &map_x, &gfull[gpos.stage], ka, m0 + 64);
+        ring_acquire(bfull, bempty, bpos, kBBytes);
+        uint8_t* bs = smem + bpos.stage * kBBytes;
+#pragma unroll
+        for (int j = 0; j < kN / 64; ++j) tma_load_2d(bs + j * kBoxBytes, &map_b, &bfull[bpos.stage], n0 + 64 * j, kb * kBK);
+        gpos.advance();
+        bpos.advance();
+      }
+    }
+  } else {
+    setmaxnreg_inc<232>();
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    const int h = wg - 1, wq = warp & 3;
+    const int m0h = m0 + h * 64;
+    RingPos<kBS> bpos;
+    RingPos<kGS> gpos;
+    auto build_next = [&](uint32_t (&f)[4][4], int kb) {
+      mbar_wait(&gfull[gpos.stage], gpos.phase);
+      const uint8_t* gs = gsmem + gpos.stage * kGXBytes;
+      build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&gempty[gpos.stage]);
+      gpos.advance();
+    };
+    int prev = -1;
+    auto step = [&](int i, uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4]) {
+      mbar_wait(&bfull[bpos.stage], bpos.phase);
+      const uint32_t bb = smem_u32(smem + bpos.stage * kBBytes);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) wgmma_m64n256k16_rs(acc, cur[ks], make_desc_sw128(bb + ks * 2048, kBoxBytes, 1024), 1);
+      wgmma_commit();
+      wgmma_wait<1>();  // wgmma i − 1 done (its fragments, `nxt`, free; its B stage released); i may run
+      if (prev >= 0 && lane == 0) mbar_arrive(&bempty[prev]);
+      prev = bpos.stage;
+      bpos.advance();
+      if (i + 1 < nk) build_next(nxt, i + 1);
+    };
+    uint32_t fa[4][4], fb[4][4];
+    build_next(fa, 0);
+    for (int i = 0; i < nk; i += 2) {
+      step(i, fa, fb);
+      if (i + 1 < nk) step(i + 1, fb, fa);
+    }
+    wgmma_wait<0>();
+    const int row = m0h + wq * 16 + (lane >> 2);
+    const int col = n0 + (lane & 3) * 2;
+#pragma unroll
+    for (int j = 0; j < kN / 8; ++j) {
+      *reinterpret_cast<uint32_t*>(c + static_cast<size_t>(row) * n + col + 8 * j) = pack_bf16x2(acc[4 * j], acc[4 * j + 1]);
+      *reinterpret_cast<uint32_t*>(c + static_cast<size_t>(row + 8) * n + col + 8 * j) =
+          pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+}
+
+template <int kBS, int kGS, int kWrap = 0>
+int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
+  if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
+  CUtensorMap ma, mb, mx;
+  if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n) || !make_map(&mx, xa.x, m, k, k)) return -1;
+  auto fn = cxr_kernel<kBS, kGS, kWrap>;
+  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS);
+  static bool attr = false;
+  if (!attr) {
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return e;
+    attr = true;
+  }
+  fn<<<(m / kBM) * (n / 256), kThreads, smem, stream>>>(ma, mb, mx, reinterpret_cast<__nv_bfloat16*>(c), n, k, xa);
+  return cudaGetLastError();
+}
+
 }  // namespace wp
 
 extern "C" {
 // variant: 0 = 128×256, 4 stages; 1 = 128×256, 3 stages; 2 = 128×128, 4 stages; 3 = 128×128,
 // 6 stages; 4 = 128×256, 4 stages, pass; 5 = 128×128, 4 stages, pass; 6 = 128×256, 3 stages,
 // transform by warps 1-3; 7 = 128×256, 3 stages, each consumer warpgroup transforms its own rows
-// one k-block ahead (x, w, rs, mm used). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// one k-block ahead (x, w, rs, mm used); 11 = cxr (14th session: A fragments built in registers,
+// wgmma from registers, wgmma i − 1 waited; rings 4 × B, 3 × g/x̂); 12 = cxr with g/x̂ read at
+// column (k-block mod 12)·64 (an L2-resident diagnostic: no DRAM stream). 8-10, 13 (cxp) and 14
+// (cxr, rings 3 × B and 4 × g/x̂) lost and were removed: git 4c2ca2b; 15 (cxr-nob) and 16
+// (cxr-hoist): git 8acb515. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -345,6 +532,8 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 5: return wp::launch<128, 4, true>(a, b, c, m, n, k, xa, s);
     case 6: return (x && w && rs && mm) ? wp::launch<256, 3, false, true>(a, b, c, m, n, k, xa, s) : -2;
     case 7: return (x && w && rs && mm) ? wp::launch<256, 3, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
+    case 11: return (x && w && rs && mm) ? wp::launch_cxr<4, 3>(a, b, c, m, n, k, xa, s) : -2;
+    case 12: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 12>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
 }
