@@ -111,13 +111,13 @@ def start_stack(uri: str, replicas: int, load_data: bool):
 async def seed_jobs(uri: str, count: int = BENCH_JOBS) -> int:
     """`count` succeeded benchmark jobs on the 051 definition, each holding one of its bundled
     controlled runs, so the cross-subgraph query takes its third hop (job → run) as on a registry
-    whose runner has worked. The bundled data has no jobs. Each is requested, claimed and
-    completed through store.jobs as the requestRerun mutation and a runner do; only the run is not
-    re-measured (it is a bundled controlled run of the same implementation and GPU). Bench data,
-    in the benchmark's own database. Returns how many were made."""
+    whose runner has worked. The bundled data has no jobs. Each goes through store.jobs as a
+    request and a runner's work do (tests/jobs/support.py `finished_job`); only the run is not
+    re-measured (a bundled controlled run of the same implementation and GPU). Bench data, in the
+    benchmark's own database. Returns how many were made."""
     from store.client import make_client
-    from store.job_specs import JobRequest, JobSpecError, resolve_job_spec
-    from store.jobs import JobState, claim, request_job, transition
+    from store.job_specs import JobSpecError
+    from tests.jobs.support import finished_job
 
     client = make_client(uri)
     db = client[os.environ["KERNELINDEX_DATABASE"]]
@@ -130,13 +130,17 @@ async def seed_jobs(uri: str, count: int = BENCH_JOBS) -> int:
                 break
             implementation = await db.implementations.find_one({"_id": run["spec"]["implementationDigest"]}, {"metadata.name": 1})
             try:
-                spec = await resolve_job_spec(db, JobRequest(definition["_id"], implementation["metadata"]["name"], run["gpu"]))
+                await finished_job(
+                    db,
+                    definition_digest=definition["_id"],
+                    implementation=implementation["metadata"]["name"],
+                    gpu=run["gpu"],
+                    run_digest=run["_id"],
+                    requested_by="bench-gateway",
+                    idempotency_key=f"bench-{made}",
+                )
             except JobSpecError:  # not one of ours with pinned code: no rerun can be asked of it
                 continue
-            await request_job(db, requested_by="bench-gateway", idempotency_key=f"bench-{made}", spec=spec)
-            held = await claim(db, runner="bench-gateway", gpu=run["gpu"], lease_seconds=600)
-            held = await transition(db, held, JobState.running)
-            await transition(db, held, JobState.succeeded, runDigest=run["_id"])
             made += 1
     finally:
         await client.close()

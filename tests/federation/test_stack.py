@@ -169,11 +169,10 @@ def test_an_authenticated_mutation_and_a_query_spanning_both_subgraphs(stack, tm
 
 
 def _finish_a_job_with(stack: Stack, run_digest: str, implementation: str) -> None:
-    """A job on DEFINITION that succeeded with the bundled run `run_digest`, through store.jobs as
-    the request mutation and a runner do (only the run is not re-measured: it is already stored)."""
+    """A job on DEFINITION that succeeded with the bundled run `run_digest` (tests/jobs/support.py
+    `finished_job`), on an H100: the module's other jobs wait for an H200."""
     from store.client import make_client
-    from store.job_specs import JobRequest, resolve_job_spec
-    from store.jobs import JobState, claim, request_job, transition
+    from tests.jobs.support import finished_job
 
     uri = re.search(r"embedded database on (mongodb://\S+)", stack.output()).group(1)
 
@@ -182,11 +181,15 @@ def _finish_a_job_with(stack: Stack, run_digest: str, implementation: str) -> No
         db = client[stack.env.get("KERNELINDEX_DATABASE", "kernelindex")]
         try:
             definition = await db.definitions.find_one({"metadata.name": DEFINITION}, {"_id": 1})
-            spec = await resolve_job_spec(db, JobRequest(definition["_id"], implementation, "NVIDIA H200"))
-            await request_job(db, requested_by="test", idempotency_key=f"finished-{run_digest}", spec=spec)
-            held = await claim(db, runner="test-runner", gpu="NVIDIA H200", lease_seconds=600)
-            held = await transition(db, held, JobState.running)
-            await transition(db, held, JobState.succeeded, runDigest=run_digest)
+            await finished_job(
+                db,
+                definition_digest=definition["_id"],
+                implementation=implementation,
+                gpu="NVIDIA H100 80GB HBM3",
+                run_digest=run_digest,
+                requested_by="test",
+                idempotency_key=f"finished-{run_digest}",
+            )
         finally:
             await client.close()
 
@@ -215,6 +218,15 @@ def test_a_finished_jobs_run_is_the_registrys_run_through_the_gateway(stack):
     assert {"id": run["id"], "cases": run["cases"]} in [n["run"] for n in nodes]
 
 
+def _load_run(stack: Stack, tmp_path: Path, name: str) -> None:
+    bundle = factories.run_bundle(name)
+    manifests = tmp_path / f"{name}.json"
+    objects = (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
+    manifests.write_text(json.dumps([m.to_json() for m in objects]))
+    loaded = stack.cli("load", str(manifests))
+    assert loaded.returncode == 0, loaded.stderr
+
+
 async def test_a_subscription_of_each_subgraph_through_the_gateway(stack, tmp_path):
     ws = stack.url.replace("http://", "ws://")
     definition = stack.post(SPANNING, {"name": DEFINITION})["data"]["definition"]["id"]
@@ -234,18 +246,7 @@ async def test_a_subscription_of_each_subgraph_through_the_gateway(stack, tmp_pa
     async with ws_connection(ws) as connection:
         await connection.subscribe("runs", RUN_PUBLISHED)
         await asyncio.sleep(1.5)  # the gateway opens its own subscription to the subgraph
-        bundle = factories.run_bundle("through-the-stack")
-        manifests = tmp_path / "m.json"
-        manifests.write_text(
-            json.dumps(
-                [
-                    m.to_json()
-                    for m in (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
-                ]
-            )
-        )
-        loaded = await asyncio.to_thread(stack.cli, "load", str(manifests))
-        assert loaded.returncode == 0, loaded.stderr
+        await asyncio.to_thread(_load_run, stack, tmp_path, "through-the-stack")
         message = await connection.next_data("runs", timeout=30)
     assert message["runPublished"]["run"]["name"] == "synthetic-through-the-stack"
 
@@ -275,15 +276,6 @@ def _registry_connections(stack: Stack) -> set[str]:
             if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
                 peers.add(fields[2])
     return peers
-
-
-def _load_run(stack: Stack, tmp_path: Path, name: str) -> None:
-    bundle = factories.run_bundle(name)
-    manifests = tmp_path / f"{name}.json"
-    objects = (bundle.definition, bundle.workload, bundle.protocol, bundle.environment, bundle.implementation, bundle.run)
-    manifests.write_text(json.dumps([m.to_json() for m in objects]))
-    loaded = stack.cli("load", str(manifests))
-    assert loaded.returncode == 0, loaded.stderr
 
 
 async def test_identical_live_subscriptions_share_one_upstream_subscription(stack, tmp_path):

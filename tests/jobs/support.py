@@ -1,4 +1,5 @@
-"""Helpers for job tests: keys, a controlled definition in the registry, signed results."""
+"""Helpers for job tests: keys, a controlled definition in the registry, signed results, a
+finished job."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from loaders.pipeline import publish_format_set
 from registry.dsse import BENCHMARK_RUN_PREDICATE, keyid, public_pem, sign_envelope, statement_bytes
 from registry.format import FormatManifest, format_digest, make_format_manifest
 from resolvers import ids
+from store import jobs as job_store
+from store.job_specs import JobRequest, resolve_job_spec
 from store.keys import Scope, create_key
 
 GPU = "NVIDIA H200"
@@ -195,3 +198,18 @@ def harness_objects(shapes: list[tuple[int, int]] | None = None, *, small: bool 
 
 async def publish_objects(db, *manifests: FormatManifest) -> None:
     await publish_format_set(db, FormatSet(loose=list(manifests)))
+
+
+async def finished_job(
+    db, *, definition_digest: str, implementation: str, gpu: str, run_digest: str, requested_by: str, idempotency_key: str
+) -> dict:
+    """A job that succeeded with the stored run `run_digest`: requested, claimed, run and
+    completed through store.jobs as the request mutation and a runner do (only the run is not
+    measured again). JobSpecError when no rerun of `implementation` can be asked; AssertionError
+    when an older job queued on `gpu` would be claimed instead (pick a GPU no other job waits on)."""
+    spec = await resolve_job_spec(db, JobRequest(definition_digest, implementation, gpu))
+    job, _ = await job_store.request_job(db, requested_by=requested_by, idempotency_key=idempotency_key, spec=spec)
+    held = await job_store.claim(db, runner=f"{requested_by}-runner", gpu=gpu, lease_seconds=600)
+    assert held is not None and held["_id"] == job["_id"], f"an older job queued on {gpu} was claimed first"
+    held = await job_store.transition(db, held, job_store.JobState.running)
+    return await job_store.transition(db, held, job_store.JobState.succeeded, runDigest=run_digest)
