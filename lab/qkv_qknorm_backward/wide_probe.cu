@@ -387,7 +387,89 @@ __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* 
   }
 }
 
-template <int kBS, int kGS, int kWrap = 0>
+// 15th session: the build in bf16x2 arithmetic (cxr-h2). Per fragment pair 3 instructions —
+// ĝ = g + g·w (one FMA, rounded once, as before), u = ĝ − m·x̂ (one FMA, rounded once), G = rs·u
+// (an FMA with −0: a multiply, rounded once) — where cxr unpacks to fp32 (2 FFMA + 2 FMUL, 4
+// shifts, one F2FP per pair, ~10). rs and −m are rounded to bf16 once per k-block. Not the
+// definition's fp32 arithmetic: G differs from it by ~1-2 bf16 ulp where cxr's is bitwise but for
+// 47-50 elements; the registry's tolerance (harness/correctness.py) is the test of it.
+__device__ __forceinline__ uint32_t bcast_bf16x2(float v) { return pack_bf16x2(v, v); }
+__device__ __forceinline__ uint32_t hmul2_bf16(uint32_t a, uint32_t b) { return hfma2_bf16(a, b, 0x80008000u); }
+
+__device__ __forceinline__ void build_frags_h2(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox, int m0h,
+                                               int kb, int wq, int lane, const XArgs& xa) {
+  const int head = (kb >> 2) % 6;
+  const int d0 = (kb & 3) * 64;
+  const int ra = 16 * wq + (lane >> 2);
+  const uint32_t rs2[2] = {bcast_bf16x2(__ldg(xa.rs + static_cast<size_t>(m0h + ra) * 6 + head)),
+                           bcast_bf16x2(__ldg(xa.rs + static_cast<size_t>(m0h + ra + 8) * 6 + head))};
+  const uint32_t nm2[2] = {bcast_bf16x2(-__ldg(xa.mm + static_cast<size_t>(m0h + ra) * 6 + head)),
+                           bcast_bf16x2(-__ldg(xa.mm + static_cast<size_t>(m0h + ra + 8) * 6 + head))};
+  const int li = lane & 7, lj = lane >> 3;
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const int r = 16 * wq + li + 8 * (lj & 1);
+    const int off = r * 128 + (((2 * ks + (lj >> 1)) ^ (r & 7)) << 4);
+    uint32_t g[4], x[4];
+    ldmatrix_x4(g, gbox + off);
+    ldmatrix_x4(x, xbox + off);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int d = d0 + 16 * ks + 8 * (q >> 1) + 2 * (lane & 3);
+      const uint32_t w2 = __ldg(reinterpret_cast<const unsigned int*>(xa.w + d));
+      const uint32_t gh = hfma2_bf16(g[q], w2, g[q]);
+      f[ks][q] = hmul2_bf16(rs2[q & 1], hfma2_bf16(nm2[q & 1], x[q], gh));
+    }
+  }
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&d)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+               : "r"(smem_u32(row)));
+}
+
+// 15th session: dW's side (cxrt-h2). A = Gᵀ: the boxes hold g and x̂ as [64 tokens][64 columns]
+// (as the inputs lie), the fragment's rows are columns (one head for the whole tile: w fixed per
+// thread) and its k pairs are two consecutive tokens, read with ldmatrix.trans. rstd and m are
+// per token: laid out [head][token] (as q_rstd is, [B, H, S, 1]), one float2 of each per pair,
+// 8 pairs per thread and k-block (dX: 2 rows for the whole k-block).
+__device__ __forceinline__ void build_frags_t_h2(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox,
+                                                 const float* rs_h, const float* mm_h, const uint32_t (&w2)[2], int kb,
+                                                 int wq, int lane) {
+  const int li = lane & 7, lj = lane >> 3;
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {
+    const int t = 16 * ks + 8 * (lj >> 1) + li;         // the token (box row) this lane addresses
+    const int off = t * 128 + (((2 * wq + (lj & 1)) ^ li) << 4);  // columns 16·wq + 8·(lj & 1) ..
+    uint32_t g[4], x[4];
+    ldmatrix_x4_trans(g, gbox + off);
+    ldmatrix_x4_trans(x, xbox + off);
+#pragma unroll
+    for (int kh = 0; kh < 2; ++kh) {
+      const int t0 = kb * 64 + 16 * ks + 8 * kh + 2 * (lane & 3);
+      const float2 rs = __ldg(reinterpret_cast<const float2*>(rs_h + t0));
+      const float2 mm = __ldg(reinterpret_cast<const float2*>(mm_h + t0));
+      const uint32_t rs2 = pack_bf16x2(rs.x, rs.y), nm2 = pack_bf16x2(-mm.x, -mm.y);
+#pragma unroll
+      for (int rb = 0; rb < 2; ++rb) {
+        const int q = 2 * kh + rb;
+        const uint32_t gh = hfma2_bf16(g[q], w2[rb], g[q]);
+        f[ks][q] = hmul2_bf16(rs2, hfma2_bf16(nm2, x[q], gh));
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void named_barrier_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+// kMode: 0 = cxr (fp32 build), 1 = cxr-h2 (bf16x2 build), 2 = cxrt-h2 (dW's A = Gᵀ, bf16x2).
+// kPingPong (15th session): the two consumer warpgroups take turns to issue their k-block's
+// wgmma (named barriers 1 and 2, FA3's order), so that each one's k-block runs on the tensor
+// cores as one block while the other warpgroup builds its next fragments.
+template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false>
 __global__ void __launch_bounds__(kThreads, 1)
     cxr_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
@@ -429,10 +511,17 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int ka = (kWrap ? kb % kWrap : kb) * kBK;  // g/x̂ column (kWrap: an L2-resident diagnostic)
         ring_acquire(gfull, gempty, gpos, kGXBytes);
         uint8_t* gs = gsmem + gpos.stage * kGXBytes;
-        tma_load_2d(gs, &map_a, &gfull[gpos.stage], ka, m0);
-        tma_load_2d(gs + kBoxBytes, &map_a, &gfull[gpos.stage], ka, m0 + 64);
-        tma_load_2d(gs + kABytes, &map_x, &gfull[gpos.stage], ka, m0);
-        tma_load_2d(gs + kABytes + kBoxBytes, &map_x, &gfull[gpos.stage], ka, m0 + 64);
+        if (kMode == 2) {  // g, x̂ as [K tokens, M columns]: box h = columns m0 + 64h of 64 tokens
+          tma_load_2d(gs, &map_a, &gfull[gpos.stage], m0, ka);
+          tma_load_2d(gs + kBoxBytes, &map_a, &gfull[gpos.stage], m0 + 64, ka);
+          tma_load_2d(gs + kABytes, &map_x, &gfull[gpos.stage], m0, ka);
+          tma_load_2d(gs + kABytes + kBoxBytes, &map_x, &gfull[gpos.stage], m0 + 64, ka);
+        } else {
+          tma_load_2d(gs, &map_a, &gfull[gpos.stage], ka, m0);
+          tma_load_2d(gs + kBoxBytes, &map_a, &gfull[gpos.stage], ka, m0 + 64);
+          tma_load_2d(gs + kABytes, &map_x, &gfull[gpos.stage], ka, m0);
+          tma_load_2d(gs + kABytes + kBoxBytes, &map_x, &gfull[gpos.stage], ka, m0 + 64);
+        }
         ring_acquire(bfull, bempty, bpos, kBBytes);
         uint8_t* bs = smem + bpos.stage * kBBytes;
 #pragma unroll
@@ -450,22 +539,43 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int m0h = m0 + h * 64;
     RingPos<kBS> bpos;
     RingPos<kGS> gpos;
+    // kMode 2: the tile's 128 columns lie in one head; this thread's 2 rows (columns of g) keep w
+    const int head_t = (m0 >> 8) % 6;
+    const float* rs_h = xa.rs + static_cast<size_t>(head_t) * k;
+    const float* mm_h = xa.mm + static_cast<size_t>(head_t) * k;
+    uint32_t w2t[2] = {0, 0};
+    if (kMode == 2) {
+      const int c = (m0h & 255) + 16 * wq + (lane >> 2);
+      const __nv_bfloat16 w0 = xa.w[c], w1 = xa.w[c + 8];
+      w2t[0] = pack_bf16x2(__bfloat162float(w0), __bfloat162float(w0));
+      w2t[1] = pack_bf16x2(__bfloat162float(w1), __bfloat162float(w1));
+    }
     auto build_next = [&](uint32_t (&f)[4][4], int kb) {
       mbar_wait(&gfull[gpos.stage], gpos.phase);
       const uint8_t* gs = gsmem + gpos.stage * kGXBytes;
-      build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
+      if constexpr (kMode == 0) {
+        build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
+      } else if constexpr (kMode == 1) {
+        build_frags_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
+      } else {
+        build_frags_t_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, rs_h, mm_h, w2t, kb, wq, lane);
+      }
       __syncwarp();
       if (lane == 0) mbar_arrive(&gempty[gpos.stage]);
       gpos.advance();
     };
     int prev = -1;
+    if (kPingPong && h == 1) named_barrier_arrive(1, 256);  // warpgroup 0 issues first
     auto step = [&](int i, uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4]) {
       mbar_wait(&bfull[bpos.stage], bpos.phase);
       const uint32_t bb = smem_u32(smem + bpos.stage * kBBytes);
+      if (kPingPong) named_barrier_sync(1 + h, 256);  // my turn
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) wgmma_m64n256k16_rs(acc, cur[ks], make_desc_sw128(bb + ks * 2048, kBoxBytes, 1024), 1);
       wgmma_commit();
+      // the other's turn (warpgroup 1's last arrive would have no matching sync)
+      if (kPingPong && (h == 0 || i + 1 < nk)) named_barrier_arrive(2 - h, 256);
       wgmma_wait<1>();  // wgmma i − 1 done (its fragments, `nxt`, free; its B stage released); i may run
       if (prev >= 0 && lane == 0) mbar_arrive(&bempty[prev]);
       prev = bpos.stage;
@@ -490,12 +600,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int kBS, int kGS, int kWrap = 0>
+template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false>
 int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
-  if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n) || !make_map(&mx, xa.x, m, k, k)) return -1;
-  auto fn = cxr_kernel<kBS, kGS, kWrap>;
+  if (kMode == 2) {  // g and x̂ are [K, M]
+    if (!make_map(&ma, a, k, m, m) || !make_map(&mx, xa.x, k, m, m)) return -1;
+  } else if (!make_map(&ma, a, m, k, k) || !make_map(&mx, xa.x, m, k, k)) {
+    return -1;
+  }
+  if (!make_map(&mb, b, k, n, n)) return -1;
+  auto fn = cxr_kernel<kBS, kGS, kWrap, kMode, kPingPong>;
   constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS);
   static bool attr = false;
   if (!attr) {
@@ -517,7 +632,9 @@ extern "C" {
 // wgmma from registers, wgmma i − 1 waited; rings 4 × B, 3 × g/x̂); 12 = cxr with g/x̂ read at
 // column (k-block mod 12)·64 (an L2-resident diagnostic: no DRAM stream). 8-10, 13 (cxp) and 14
 // (cxr, rings 3 × B and 4 × g/x̂) lost and were removed: git 4c2ca2b; 15 (cxr-nob) and 16
-// (cxr-hoist): git 8acb515. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// (cxr-hoist): git 8acb515. 15th session: 17 = cxr-h2 (the build in bf16x2 arithmetic); 18 =
+// cxrt-h2 (dW's side: C = Gᵀ·B, g and x̂ given [K, M], rstd/m [6, K]; bf16x2); 19 = cxr-h2-pp (17 with
+// the consumers' wgmma in ping-pong order). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -534,6 +651,9 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 7: return (x && w && rs && mm) ? wp::launch<256, 3, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
     case 11: return (x && w && rs && mm) ? wp::launch_cxr<4, 3>(a, b, c, m, n, k, xa, s) : -2;
     case 12: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 12>(a, b, c, m, n, k, xa, s) : -2;
+    case 17: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1>(a, b, c, m, n, k, xa, s) : -2;
+    case 18: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 2>(a, b, c, m, n, k, xa, s) : -2;
+    case 19: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
 }

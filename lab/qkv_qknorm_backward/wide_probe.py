@@ -13,8 +13,12 @@ k-block ahead, under the previous wgmma) compute C = G·B with G = rstd·(ĝ −
 reference makes G in fp32 from the same bf16 inputs, rounds it to bf16, then G·B in fp32). 14th
 session: w256-cxr (each consumer thread builds its A fragments in registers, wgmma from registers)
 and w256-cxr-l2 (the same with g/x̂ L2-resident); checks add the error left after the output's own
-bf16 rounding and, at K = 1536, the kernel's G itself element by element. --variants 0,7,11 picks
-a subset. Lab only.
+bf16 rounding and, at K = 1536, the kernel's G itself element by element. 15th session:
+w256-cxr-h2 (cxr's build in bf16x2 arithmetic: not the definition's fp32 arithmetic, so it is held
+to the registry's tolerance, kernels/harness/correctness.py, instead of the bitwise G) and
+w256-cxrt-h2 (dW's side, C = Gᵀ·B with g and x̂ given [K, M] and rstd/m [6, K], beside cuBLAS's
+Aᵀ·B, "cublas_t"), w256-cxr-h2-pp (cxr-h2 with the two consumers' wgmma in ping-pong order).
+--variants 0,7,11 picks a subset. Lab only.
 """
 
 from __future__ import annotations
@@ -40,8 +44,13 @@ VARIANTS = {
     7: "w256-s3-cxform",
     11: "w256-cxr",
     12: "w256-cxr-l2",
+    17: "w256-cxr-h2",
+    18: "w256-cxrt-h2",
+    19: "w256-cxr-h2-pp",
 }
-XFORM = (6, 7, 11, 12)  # C = G·B with G made in the kernel
+XFORM = (6, 7, 11, 12, 17, 18, 19)  # C = G·B (18: Gᵀ·B) with G made in the kernel
+BF16_ARITH = (17, 18, 19)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
+TRANSPOSED = (18,)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
 XIN = XFORM  # variants that take x̂, w, rstd, m
 WRAP = {12: 12}  # g/x̂ read at column (k-block mod 12)·64: L2-resident, no DRAM stream
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
@@ -120,13 +129,30 @@ def main() -> int:
             if rc != 0:
                 raise RuntimeError(f"wp_launch({v}) = {rc}")
 
-        def xform_inputs(gen_, m=m, k=k):
+        def xform_inputs(gen_, m=m, k=k, t=False):
+            if t:  # dW's layout: x̂ [K, M], rstd and m per token, [head, K]
+                return {
+                    "x_": torch.randn(k, m, device="cuda", generator=gen_).to(torch.bfloat16),
+                    "w_": (0.1 * torch.randn(256, device="cuda", generator=gen_)).to(torch.bfloat16),
+                    "rs_": 0.5 + torch.rand(6, k, device="cuda", generator=gen_),
+                    "mm_": 0.1 * torch.randn(6, k, device="cuda", generator=gen_),
+                }
             return {
                 "x_": torch.randn(m, k, device="cuda", generator=gen_).to(torch.bfloat16),
                 "w_": (0.1 * torch.randn(256, device="cuda", generator=gen_)).to(torch.bfloat16),
                 "rs_": 0.5 + torch.rand(m, 6, device="cuda", generator=gen_),
                 "mm_": 0.1 * torch.randn(m, 6, device="cuda", generator=gen_),
             }
+
+        def g_of_t(a_, x_, w_, rs_, mm_, m=m):
+            # G as [K, M] (column c in head (c // 256) mod 6), returned transposed: [M, K], C = that · B
+            col = torch.arange(m, device="cuda")
+            head = (col // 256) % 6
+            d = col % 256
+            gf = a_.float()
+            gh = (gf * w_.float()[d] + gf).to(torch.bfloat16).float()
+            rs_t, mm_t = rs_.t()[:, head], mm_.t()[:, head]  # [K, M]
+            return (rs_t * (gh - mm_t * x_.float())).to(torch.bfloat16).t()
 
         def g_of(a_, x_, w_, rs_, mm_, k=k):
             col = torch.arange(k, device="cuda")
@@ -139,15 +165,18 @@ def main() -> int:
         for v, name in VARIANTS.items():
             for rnd in range(2):  # fresh inputs each round
                 gen2 = torch.Generator(device="cuda").manual_seed(9000 + 100 * si + 10 * v + rnd)
-                a2 = torch.randn(m, k, device="cuda", generator=gen2).to(torch.bfloat16)
+                tr = v in TRANSPOSED
+                a2 = torch.randn(*((k, m) if tr else (m, k)), device="cuda", generator=gen2).to(torch.bfloat16)
                 b2 = torch.randn(k, n, device="cuda", generator=gen2).to(torch.bfloat16)
-                xi = xform_inputs(gen2) if v in XIN else {}
+                xi = xform_inputs(gen2, t=tr) if v in XIN else {}
                 c2 = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
                 run(v, a2, b2, c2, **xi)
                 torch.cuda.synchronize()
                 if v in WRAP:  # the kernel reads g/x̂ column c at c mod 64·WRAP[v]
                     cols = torch.arange(k, device="cuda") % (64 * WRAP[v])
                     a_eff = g_of(a2[:, cols], **{**xi, "x_": xi["x_"][:, cols]})
+                elif tr:
+                    a_eff = g_of_t(a2, **xi)  # [M, K]
                 else:
                     a_eff = g_of(a2, **xi) if v in XFORM else a2
                 r2 = a_eff.float() @ b2.float()
@@ -158,6 +187,9 @@ def main() -> int:
                 # transform variant's outputs reach > 8 rms, where that rounding alone is 0.016-0.031 rms
                 half_ulp = torch.ldexp(torch.ones_like(r2), torch.frexp(r2.abs()).exponent - 9)
                 excess = float(((c2.float() - r2).abs() - half_ulp).clamp_min(0).max()) / rms2 if finite else float("inf")
+                # the registry's rule (kernels/harness/correctness.py): |err| ≤ 0.01·max(1, rms) + 0.01·|ref|
+                within = (c2.float() - r2).abs() <= 0.01 * max(1.0, rms2) + 0.01 * r2.abs()
+                matched = float(within.float().mean()) if finite else 0.0
                 gcheck = {}
                 if si == 0 and rnd == 0 and v in XFORM:  # the kernel's G itself, bitwise: B selects columns
                     mis, worst = 0, 0.0
@@ -179,7 +211,10 @@ def main() -> int:
                 run(v, a2, b2, c2, **xi)
                 torch.cuda.synchronize()
                 det = bool(torch.equal(again, c2))
-                passed = finite and det and (err < 0.02 or excess < 0.005)
+                if v in BF16_ARITH:
+                    passed = finite and det and matched >= 0.999 and err < 0.05
+                else:
+                    passed = finite and det and (err < 0.02 or excess < 0.005)
                 ok_all &= passed
                 result["checks"].append(
                     {
@@ -190,6 +225,7 @@ def main() -> int:
                         "err_fp32": err,
                         "err_vs_cublas": err_cub,
                         "err_excess": excess,
+                        "matched_ratio": matched,
                         **gcheck,
                         "deterministic": det,
                         "passed": passed,
@@ -197,16 +233,29 @@ def main() -> int:
                 )
                 print(
                     f"check {m}x{n}x{k} {name:13s} r{rnd}: passed={passed} finite={finite} max|err|/rms={err:.2e} "
-                    f"(vs cuBLAS {err_cub:.2e}) excess={excess:.1e} det={det} {gcheck}",
+                    f"(vs cuBLAS {err_cub:.2e}) excess={excess:.1e} matched={matched:.5f} det={det} {gcheck}",
                     flush=True,
                 )
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         ins = {"a": a, "b": b, "c": c}
         ts = timing.time_graph(lambda a, b, c: torch.mm(a, b, out=c), ins, warmups=10, samples=samples, flush=flush)
         row["cublas"] = timing.stats(ts)["median"] / 1e3
+        keys = ["cublas"]
+        if any(v in TRANSPOSED for v in VARIANTS):  # dW's floor: cuBLAS on Aᵀ·B, A stored [K, M]
+            at = torch.randn(k, m, device="cuda", generator=gen).to(torch.bfloat16)
+            ins_t = {"a": at, "b": b, "c": c}
+            ts = timing.time_graph(lambda a, b, c: torch.mm(a.t(), b, out=c), ins_t, warmups=10, samples=samples, flush=flush)
+            row["cublas_t"] = timing.stats(ts)["median"] / 1e3
+            keys.append("cublas_t")
+            xin_t = xform_inputs(torch.Generator(device="cuda").manual_seed(1500 + si), t=True)
         xin = xform_inputs(torch.Generator(device="cuda").manual_seed(1400 + si))
         for v, name in VARIANTS.items():
-            if v in XIN:
+            if v in TRANSPOSED:
+                ins_v = {**ins_t, **{key.rstrip("_"): t for key, t in xin_t.items()}}
+
+                def fn(a, b, c, x, w, rs, mm, v=v):
+                    run(v, a, b, c, x, w, rs, mm)
+            elif v in XIN:
                 ins_v = {**ins, **{key.rstrip("_"): t for key, t in xin.items()}}
 
                 def fn(a, b, c, x, w, rs, mm, v=v):
@@ -219,20 +268,21 @@ def main() -> int:
 
             ts = timing.time_graph(fn, ins_v, warmups=10, samples=samples, flush=flush)
             row[name] = timing.stats(ts)["median"] / 1e3
-        row["tflops"] = {key: flops / (row[key] * 1e-6) / 1e12 for key in ["cublas", *VARIANTS.values()]}
+        keys += list(VARIANTS.values())
+        row["tflops"] = {key: flops / (row[key] * 1e-6) / 1e12 for key in keys}
         result["timing"].append(row)
         print(
             f"time {m}x{n}x{k} ({flops / 1e9:.1f} GFLOP): "
-            + "  ".join(f"{key} {row[key]:.2f} µs ({row['tflops'][key]:.0f} TF/s)" for key in ["cublas", *VARIANTS.values()]),
+            + "  ".join(f"{key} {row[key]:.2f} µs ({row['tflops'][key]:.0f} TF/s)" for key in keys),
             flush=True,
         )
     # per-k-block period: slope between K = 1536 and K = 8192 on the 8448×512 grid, per SM
     t0, t1 = result["timing"][0], result["timing"][1]
     dk = (t1["K"] - t0["K"]) // 64
     result["period_us"] = {}
-    for key in ["cublas", *VARIANTS.values()]:
+    for key in keys:
         slope = (t1[key] - t0[key]) / dk  # µs per 64-deep k-block of the whole grid
-        tiles = 132 if "w256" in key or key == "cublas" else 264
+        tiles = 132 if "w256" in key or key.startswith("cublas") else 264
         # µs per 128×256×64 k-block on one SM (128×128 variants: 2 tiles per SM in sequence)
         result["period_us"][key] = slope
         print(

@@ -1,6 +1,6 @@
 #!/bin/bash
-# 14th session (issue 28): one device call of wide_probe.py. Usage, from the repository root:
-#   OUT=dir bash lab/qkv_qknorm_backward/wide_probe_s14.sh MAIN_SET [FALLBACK_SET ...]
+# One device call of wide_probe.py (14th session on, issue 28). Usage, from the repository root:
+#   OUT=dir bash lab/qkv_qknorm_backward/wide_probe_run.sh MAIN_SET [FALLBACK_SET ...]
 # Runs the probe on the variants MAIN_SET (comma-separated, e.g. 0,7,8); if that process fails
 # (a variant crashed, hung or failed its check), each FALLBACK_SET in its own process, so one
 # broken variant does not take the others' timings with it. Logs and JSON land in $OUT.
@@ -14,7 +14,7 @@ run() {
   return $rc
 }
 sass() { python3 lab/qkv_qknorm_backward/sass_counts.py /tmp/wide_probe.so cxr_kernel probe_kernelILi256ELi4ELb0 >>"$OUT/gpu.txt" 2>&1; }
-if run main 200 "$1"; then
+if run main 280 "$1"; then
   sass
   exit 0
 fi
@@ -22,6 +22,6 @@ shift
 i=0
 for set in "$@"; do
   i=$((i + 1))
-  run "fb$i" 80 "$set"
+  run "fb$i" 100 "$set"
 done
 sass
