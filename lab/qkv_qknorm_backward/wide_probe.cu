@@ -434,9 +434,13 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&d)[4], const void* 
 // thread) and its k pairs are two consecutive tokens, read with ldmatrix.trans. rstd and m are
 // per token: laid out [head][token] (as q_rstd is, [B, H, S, 1]), one float2 of each per pair,
 // 8 pairs per thread and k-block (dX: 2 rows for the whole k-block).
+// kSmemScalars (cxrt-h2s): the (rs, −m) bf16x2 pairs of the k-block's 64 tokens come from a
+// 256-byte slot beside the g/x̂ stage, filled by warp 1 (idle otherwise) when it fills the stage:
+// the per-token global loads (an L2 round trip every k-block) leave the build's chain.
+template <bool kSmemScalars = false>
 __device__ __forceinline__ void build_frags_t_h2(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox,
-                                                 const float* rs_h, const float* mm_h, const uint32_t (&w2)[2], int kb,
-                                                 int wq, int lane) {
+                                                 const float* rs_h, const float* mm_h, const uint2* slot,
+                                                 const uint32_t (&w2)[2], int kb, int wq, int lane) {
   const int li = lane & 7, lj = lane >> 3;
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
@@ -447,10 +451,18 @@ __device__ __forceinline__ void build_frags_t_h2(uint32_t (&f)[4][4], const uint
     ldmatrix_x4_trans(x, xbox + off);
 #pragma unroll
     for (int kh = 0; kh < 2; ++kh) {
-      const int t0 = kb * 64 + 16 * ks + 8 * kh + 2 * (lane & 3);
-      const float2 rs = __ldg(reinterpret_cast<const float2*>(rs_h + t0));
-      const float2 mm = __ldg(reinterpret_cast<const float2*>(mm_h + t0));
-      const uint32_t rs2 = pack_bf16x2(rs.x, rs.y), nm2 = pack_bf16x2(-mm.x, -mm.y);
+      uint32_t rs2, nm2;
+      if constexpr (kSmemScalars) {
+        const uint2 p = slot[8 * ks + 4 * kh + (lane & 3)];
+        rs2 = p.x;
+        nm2 = p.y;
+      } else {
+        const int t0 = kb * 64 + 16 * ks + 8 * kh + 2 * (lane & 3);
+        const float2 rs = __ldg(reinterpret_cast<const float2*>(rs_h + t0));
+        const float2 mm = __ldg(reinterpret_cast<const float2*>(mm_h + t0));
+        rs2 = pack_bf16x2(rs.x, rs.y);
+        nm2 = pack_bf16x2(-mm.x, -mm.y);
+      }
 #pragma unroll
       for (int rb = 0; rb < 2; ++rb) {
         const int q = 2 * kh + rb;
@@ -465,7 +477,16 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-// kMode: 0 = cxr (fp32 build), 1 = cxr-h2 (bf16x2 build), 2 = cxrt-h2 (dW's A = Gᵀ, bf16x2).
+// The build's outputs, pinned before what follows: the arithmetic is non-volatile asm, which the
+// compiler may otherwise sink to its use — past the next step's wgmma.fence (call 1 of the 15th
+// session: cxr-h2 wrong in 37% of G's elements and not repeatable, cxr-h2-pp in 0.04%).
+__device__ __forceinline__ void pin_frags(uint32_t (&f)[4][4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(f[i][0]), "+r"(f[i][1]), "+r"(f[i][2]), "+r"(f[i][3]));
+}
+
+// kMode: 0 = cxr (fp32 build), 1 = cxr-h2 (bf16x2 build), 2 = cxrt-h2 (dW's A = Gᵀ, bf16x2),
+// 3 = cxrt-h2s (2 with the per-token scalars from a shared-memory slot filled by warp 1).
 // kPingPong (15th session): the two consumer warpgroups take turns to issue their k-block's
 // wgmma (named barriers 1 and 2, FA3's order), so that each one's k-block runs on the tensor
 // cores as one block while the other warpgroup builds its next fragments.
@@ -483,6 +504,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* bempty = bfull + kBS;
   uint64_t* gfull = bempty + kBS;
   uint64_t* gempty = gfull + kGS;
+  uint2* slots = reinterpret_cast<uint2*>(gempty + kGS);  // kMode 3: 32 (rs, −m) pairs per g stage
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
   const int ntn = n / kN;
   const int m0 = (blockIdx.x / ntn) * kBM, n0 = (blockIdx.x % ntn) * kN;
@@ -493,7 +515,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_init(&bempty[s], 8);
     }
     for (int s = 0; s < kGS; ++s) {
-      mbar_init(&gfull[s], 1);
+      mbar_init(&gfull[s], kMode == 3 ? 2 : 1);  // kMode 3: warp 1's scalars too
       mbar_init(&gempty[s], 8);
     }
     fence_barrier_init();
@@ -511,7 +533,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int ka = (kWrap ? kb % kWrap : kb) * kBK;  // g/x̂ column (kWrap: an L2-resident diagnostic)
         ring_acquire(gfull, gempty, gpos, kGXBytes);
         uint8_t* gs = gsmem + gpos.stage * kGXBytes;
-        if (kMode == 2) {  // g, x̂ as [K tokens, M columns]: box h = columns m0 + 64h of 64 tokens
+        if (kMode >= 2) {  // g, x̂ as [K tokens, M columns]: box h = columns m0 + 64h of 64 tokens
           tma_load_2d(gs, &map_a, &gfull[gpos.stage], m0, ka);
           tma_load_2d(gs + kBoxBytes, &map_a, &gfull[gpos.stage], m0 + 64, ka);
           tma_load_2d(gs + kABytes, &map_x, &gfull[gpos.stage], m0, ka);
@@ -529,6 +551,19 @@ __global__ void __launch_bounds__(kThreads, 1)
         gpos.advance();
         bpos.advance();
       }
+    } else if (kMode == 3 && warp == 1) {
+      const float* rs_f = xa.rs + static_cast<size_t>((m0 >> 8) % 6) * k;
+      const float* mm_f = xa.mm + static_cast<size_t>((m0 >> 8) % 6) * k;
+      RingPos<kGS> gpos;
+      for (int kb = 0; kb < nk; ++kb) {
+        mbar_wait(&gempty[gpos.stage], gpos.phase ^ 1);
+        const float2 rs = __ldg(reinterpret_cast<const float2*>(rs_f + kb * 64 + 2 * lane));
+        const float2 mm = __ldg(reinterpret_cast<const float2*>(mm_f + kb * 64 + 2 * lane));
+        slots[gpos.stage * 32 + lane] = make_uint2(pack_bf16x2(rs.x, rs.y), pack_bf16x2(-mm.x, -mm.y));
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&gfull[gpos.stage]);
+        gpos.advance();
+      }
     }
   } else {
     setmaxnreg_inc<232>();
@@ -544,7 +579,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float* rs_h = xa.rs + static_cast<size_t>(head_t) * k;
     const float* mm_h = xa.mm + static_cast<size_t>(head_t) * k;
     uint32_t w2t[2] = {0, 0};
-    if (kMode == 2) {
+    if (kMode >= 2) {
       const int c = (m0h & 255) + 16 * wq + (lane >> 2);
       const __nv_bfloat16 w0 = xa.w[c], w1 = xa.w[c + 8];
       w2t[0] = pack_bf16x2(__bfloat162float(w0), __bfloat162float(w0));
@@ -557,9 +592,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
       } else if constexpr (kMode == 1) {
         build_frags_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
+      } else if constexpr (kMode == 2) {
+        build_frags_t_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, rs_h, mm_h, nullptr, w2t, kb, wq, lane);
       } else {
-        build_frags_t_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, rs_h, mm_h, w2t, kb, wq, lane);
+        build_frags_t_h2<true>(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, rs_h, mm_h, slots + gpos.stage * 32,
+                               w2t, kb, wq, lane);
       }
+      pin_frags(f);
       __syncwarp();
       if (lane == 0) mbar_arrive(&gempty[gpos.stage]);
       gpos.advance();
@@ -604,14 +643,14 @@ template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false
 int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
-  if (kMode == 2) {  // g and x̂ are [K, M]
+  if (kMode >= 2) {  // g and x̂ are [K, M]
     if (!make_map(&ma, a, k, m, m) || !make_map(&mx, xa.x, k, m, m)) return -1;
   } else if (!make_map(&ma, a, m, k, k) || !make_map(&mx, xa.x, m, k, k)) {
     return -1;
   }
   if (!make_map(&mb, b, k, n, n)) return -1;
   auto fn = cxr_kernel<kBS, kGS, kWrap, kMode, kPingPong>;
-  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS);
+  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS) + (kMode == 3 ? kGS * 256 : 0);
   static bool attr = false;
   if (!attr) {
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -634,7 +673,8 @@ extern "C" {
 // (cxr, rings 3 × B and 4 × g/x̂) lost and were removed: git 4c2ca2b; 15 (cxr-nob) and 16
 // (cxr-hoist): git 8acb515. 15th session: 17 = cxr-h2 (the build in bf16x2 arithmetic); 18 =
 // cxrt-h2 (dW's side: C = Gᵀ·B, g and x̂ given [K, M], rstd/m [6, K]; bf16x2); 19 = cxr-h2-pp (17 with
-// the consumers' wgmma in ping-pong order). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// the consumers' wgmma in ping-pong order); 20 = cxrt-h2s (18 with the per-token scalars from shared
+// memory, filled by warp 1). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -653,6 +693,7 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 12: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 12>(a, b, c, m, n, k, xa, s) : -2;
     case 17: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1>(a, b, c, m, n, k, xa, s) : -2;
     case 18: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 2>(a, b, c, m, n, k, xa, s) : -2;
+    case 20: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 3>(a, b, c, m, n, k, xa, s) : -2;
     case 19: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }

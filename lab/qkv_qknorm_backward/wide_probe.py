@@ -17,7 +17,8 @@ bf16 rounding and, at K = 1536, the kernel's G itself element by element. 15th s
 w256-cxr-h2 (cxr's build in bf16x2 arithmetic: not the definition's fp32 arithmetic, so it is held
 to the registry's tolerance, kernels/harness/correctness.py, instead of the bitwise G) and
 w256-cxrt-h2 (dW's side, C = Gᵀ·B with g and x̂ given [K, M] and rstd/m [6, K], beside cuBLAS's
-Aᵀ·B, "cublas_t"), w256-cxr-h2-pp (cxr-h2 with the two consumers' wgmma in ping-pong order).
+Aᵀ·B, "cublas_t"), w256-cxr-h2-pp (cxr-h2 with the two consumers' wgmma in ping-pong order), w256-cxrt-h2s (cxrt-h2 with the per-token scalars
+from shared memory).
 --variants 0,7,11 picks a subset. Lab only.
 """
 
@@ -47,10 +48,11 @@ VARIANTS = {
     17: "w256-cxr-h2",
     18: "w256-cxrt-h2",
     19: "w256-cxr-h2-pp",
+    20: "w256-cxrt-h2s",
 }
-XFORM = (6, 7, 11, 12, 17, 18, 19)  # C = G·B (18: Gᵀ·B) with G made in the kernel
-BF16_ARITH = (17, 18, 19)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
-TRANSPOSED = (18,)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
+XFORM = (6, 7, 11, 12, 17, 18, 19, 20)  # C = G·B (18: Gᵀ·B) with G made in the kernel
+BF16_ARITH = (17, 18, 19, 20)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
+TRANSPOSED = (18, 20)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
 XIN = XFORM  # variants that take x̂, w, rstd, m
 WRAP = {12: 12}  # g/x̂ read at column (k-block mod 12)·64: L2-resident, no DRAM stream
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
