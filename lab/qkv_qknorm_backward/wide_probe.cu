@@ -477,9 +477,10 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-// The build's outputs, pinned before what follows: the arithmetic is non-volatile asm, which the
-// compiler may otherwise sink to its use — past the next step's wgmma.fence (call 1 of the 15th
-// session: cxr-h2 wrong in 37% of G's elements and not repeatable, cxr-h2-pp in 0.04%).
+// Fragments pinned by a volatile asm that reads and "writes" them: at the end of a build (its
+// arithmetic, non-volatile asm, may not sink past the next wgmma.fence) and after the next build
+// (the registers an in-flight wgmma reads stay allocated to it). Call 1 of the 15th session:
+// cxr-h2 wrong in 37% of G's elements and not repeatable, cxr-h2-pp in 0.04%.
 __device__ __forceinline__ void pin_frags(uint32_t (&f)[4][4]) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(f[i][0]), "+r"(f[i][1]), "+r"(f[i][2]), "+r"(f[i][3]));
@@ -620,6 +621,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       prev = bpos.stage;
       bpos.advance();
       if (i + 1 < nk) build_next(nxt, i + 1);
+      // wgmma i still reads `cur` from registers: keep them live through the build, or the
+      // allocator may give their physical registers to the build's temporaries (call 2: cxr-h2
+      // still wrong with the build's outputs pinned; PTX leaves the A registers' lifetime to us).
+      pin_frags(cur);
     };
     uint32_t fa[4][4], fb[4][4];
     build_next(fa, 0);
