@@ -586,6 +586,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       w2t[0] = pack_bf16x2(__bfloat162float(w0), __bfloat162float(w0));
       w2t[1] = pack_bf16x2(__bfloat162float(w1), __bfloat162float(w1));
     }
+    int held = -1;  // the g/x̂ stage the fragments of the next wgmma were built from
     auto build_next = [&](uint32_t (&f)[4][4], int kb) {
       mbar_wait(&gfull[gpos.stage], gpos.phase);
       const uint8_t* gs = gsmem + gpos.stage * kGXBytes;
@@ -600,8 +601,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                                w2t, kb, wq, lane);
       }
       pin_frags(f);
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&gempty[gpos.stage]);
+      held = gpos.stage;  // released once the wgmma that reads these fragments is issued
       gpos.advance();
     };
     int prev = -1;
@@ -614,6 +614,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) wgmma_m64n256k16_rs(acc, cur[ks], make_desc_sw128(bb + ks * 2048, kBoxBytes, 1024), 1);
       wgmma_commit();
+      // The g/x̂ stage `cur` came from, released only now: the wgmma's issue needed `cur`, the
+      // arithmetic needed the ldmatrix results, so every read of the stage has landed. (Released
+      // right after the build, calls 1-3 of the 15th session: cxr-h2 wrong and not repeatable —
+      // ptxas may place the build's arithmetic, and so the ldmatrix's wait, after the arrive.)
+      if (lane == 0) mbar_arrive(&gempty[held]);
       // the other's turn (warpgroup 1's last arrive would have no matching sync)
       if (kPingPong && (h == 0 || i + 1 < nk)) named_barrier_arrive(2 - h, 256);
       wgmma_wait<1>();  // wgmma i − 1 done (its fragments, `nxt`, free; its B stage released); i may run
