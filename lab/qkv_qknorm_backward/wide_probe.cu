@@ -491,7 +491,8 @@ __device__ __forceinline__ void pin_frags(uint32_t (&f)[4][4]) {
 // kPingPong (15th session): the two consumer warpgroups take turns to issue their k-block's
 // wgmma (named barriers 1 and 2, FA3's order), so that each one's k-block runs on the tensor
 // cores as one block while the other warpgroup builds its next fragments.
-template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false>
+// kSerial (diagnostic): wgmma i itself waited before the next build (no build under a running wgmma).
+template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false, bool kSerial = false>
 __global__ void __launch_bounds__(kThreads, 1)
     cxr_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
@@ -621,7 +622,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (lane == 0) mbar_arrive(&gempty[held]);
       // the other's turn (warpgroup 1's last arrive would have no matching sync)
       if (kPingPong && (h == 0 || i + 1 < nk)) named_barrier_arrive(2 - h, 256);
-      wgmma_wait<1>();  // wgmma i − 1 done (its fragments, `nxt`, free; its B stage released); i may run
+      if constexpr (kSerial) {
+        wgmma_wait<0>();
+      } else {
+        wgmma_wait<1>();
+      }  // wgmma i − 1 done (its fragments, `nxt`, free; its B stage released); i may run
       if (prev >= 0 && lane == 0) mbar_arrive(&bempty[prev]);
       prev = bpos.stage;
       bpos.advance();
@@ -649,7 +654,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false>
+template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false, bool kSerial = false>
 int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
@@ -659,7 +664,7 @@ int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs
     return -1;
   }
   if (!make_map(&mb, b, k, n, n)) return -1;
-  auto fn = cxr_kernel<kBS, kGS, kWrap, kMode, kPingPong>;
+  auto fn = cxr_kernel<kBS, kGS, kWrap, kMode, kPingPong, kSerial>;
   constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS) + (kMode == 3 ? kGS * 256 : 0);
   static bool attr = false;
   if (!attr) {
@@ -684,7 +689,8 @@ extern "C" {
 // (cxr-hoist): git 8acb515. 15th session: 17 = cxr-h2 (the build in bf16x2 arithmetic); 18 =
 // cxrt-h2 (dW's side: C = Gᵀ·B, g and x̂ given [K, M], rstd/m [6, K]; bf16x2); 19 = cxr-h2-pp (17 with
 // the consumers' wgmma in ping-pong order); 20 = cxrt-h2s (18 with the per-token scalars from shared
-// memory, filled by warp 1). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// memory, filled by warp 1); 21 = cxr-h2-serial (17 with wgmma i waited before the next build: a
+// diagnostic). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -704,6 +710,7 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 17: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1>(a, b, c, m, n, k, xa, s) : -2;
     case 18: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 2>(a, b, c, m, n, k, xa, s) : -2;
     case 20: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 3>(a, b, c, m, n, k, xa, s) : -2;
+    case 21: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, false, true>(a, b, c, m, n, k, xa, s) : -2;
     case 19: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }

@@ -49,9 +49,10 @@ VARIANTS = {
     18: "w256-cxrt-h2",
     19: "w256-cxr-h2-pp",
     20: "w256-cxrt-h2s",
+    21: "w256-cxr-h2-ser",
 }
-XFORM = (6, 7, 11, 12, 17, 18, 19, 20)  # C = G·B (18: Gᵀ·B) with G made in the kernel
-BF16_ARITH = (17, 18, 19, 20)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
+XFORM = (6, 7, 11, 12, 17, 18, 19, 20, 21)  # C = G·B (18: Gᵀ·B) with G made in the kernel
+BF16_ARITH = (17, 18, 19, 20, 21)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
 TRANSPOSED = (18, 20)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
 XIN = XFORM  # variants that take x̂, w, rstd, m
 WRAP = {12: 12}  # g/x̂ read at column (k-block mod 12)·64: L2-resident, no DRAM stream
