@@ -101,10 +101,66 @@ struct XArgs {  // kX only
   const float* mm;         // m [M, 6]
 };
 
+
 __device__ __forceinline__ uint32_t hfma2_bf16(uint32_t a, uint32_t b, uint32_t c) {
   uint32_t d;
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
   return d;
+}
+
+// 15th session, kSide: the norm as a side job of the GEMM's CTAs — warps 1-3 (idle in the
+// skeleton) stream `rows` rows of 256 (g, x̂ bf16, rstd fp32, w of the head) and write
+// G = bf16(rs·(ĝ − m·x̂)), ĝ = g + g·w (one bf16x2 FMA, as t2's kFast), m = mean(ĝ·x̂) by a warp's
+// shuffle reduction: the whole norm, row statistics included, out of the GEMM's shared memory.
+// The question: does an SS GEMM keep its rate with a memory-bound stream beside it on every SM
+// (G through L2 to a GEMM that reads it, instead of a transform inside the GEMM)?
+struct SideArgs {
+  const __nv_bfloat16* g;  // [rows, 256]
+  const __nv_bfloat16* x;  // [rows, 256]
+  const float* rs;         // [rows]
+  const __nv_bfloat16* w;  // [256]
+  __nv_bfloat16* out;      // [rows, 256]
+  int rows;
+};
+SideArgs g_side{};  // host: set by wp_set_side before a kSide launch
+
+constexpr int kSideUnroll = 4;  // rows in flight per warp
+
+// Rows [r0, r1) of the side job by `nw` warps (this one is sw): one row per warp step, 8 columns a lane.
+__device__ __forceinline__ void side_rows(const SideArgs& sa, int r0, int r1, int sw, int nw, int lane) {
+  const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(sa.w) + lane);
+  for (int r = r0 + sw * kSideUnroll; r < r1; r += nw * kSideUnroll) {
+    uint4 g[kSideUnroll], x[kSideUnroll];
+    float rs[kSideUnroll];
+#pragma unroll
+    for (int u = 0; u < kSideUnroll; ++u) {
+      const int row = min(r + u, r1 - 1);
+      g[u] = __ldg(reinterpret_cast<const uint4*>(sa.g + static_cast<size_t>(row) * 256) + lane);
+      x[u] = __ldg(reinterpret_cast<const uint4*>(sa.x + static_cast<size_t>(row) * 256) + lane);
+      rs[u] = __ldg(sa.rs + row);
+    }
+#pragma unroll
+    for (int u = 0; u < kSideUnroll; ++u) {
+      float gf[8], xf[8];
+      unpack8(make_uint4(hfma2_bf16(g[u].x, w16.x, g[u].x), hfma2_bf16(g[u].y, w16.y, g[u].y),
+                         hfma2_bf16(g[u].z, w16.z, g[u].z), hfma2_bf16(g[u].w, w16.w, g[u].w)),
+              gf);
+      unpack8(x[u], xf);
+      float dot = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) dot = fmaf(gf[e], xf[e], dot);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      const float m = dot * (1.f / 256.f);
+      float o8[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o8[e] = rs[u] * (gf[e] - m * xf[e]);
+      if (r + u < r1)
+        reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(r + u) * 256)[lane] =
+            make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]),
+                       pack_bf16x2(o8[6], o8[7]));
+    }
+  }
 }
 
 // kCX: consumer warpgroup h (0, 1) rewrites its own 64 rows of stage `stage`'s g box into G (the
@@ -137,10 +193,13 @@ __device__ __forceinline__ void transform_own(uint8_t* smem, int stage_bytes, in
   }
 }
 
-template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false>
+// kSide: 1 = the skeleton with the side job on warps 1-3; 2 = the side job alone (same grid and
+// warps, no GEMM: its time on 3 warps per SM without a GEMM beside it).
+template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false, int kSide = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     probe_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                 const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
+                 const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa,
+                 SideArgs sa) {
   constexpr int kBBytes = kBK * kN * 2;
   constexpr int kXBytes = (kX || kCX) ? kABytes : 0;
   constexpr int kStageBytes = kABytes + kXBytes + kBBytes;
@@ -155,6 +214,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int ntn = n / kN;
   const int m0 = (blockIdx.x / ntn) * kBM, n0 = (blockIdx.x % ntn) * kN;
   const int nk = k / kBK;
+  if (kSide == 2) {
+    if (warp >= 1 && warp <= 3) {
+      const int r0 = static_cast<int>(static_cast<long long>(blockIdx.x) * sa.rows / gridDim.x);
+      const int r1 = static_cast<int>(static_cast<long long>(blockIdx.x + 1) * sa.rows / gridDim.x);
+      side_rows(sa, r0, r1, warp - 1, 3, lane);
+    }
+    return;
+  }
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
@@ -168,7 +235,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   if (wg == 0) {
-    setmaxnreg_dec<kX ? 104 : 40>();
+    setmaxnreg_dec<(kX || kSide) ? 104 : 40>();
     if (warp == 0) {
       if (lane == 0) {
         RingPos<kStages> pos;
@@ -235,6 +302,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (lane == 0) mbar_arrive(&ready[pos.stage]);
         pos.advance();
       }
+    } else if (kSide) {
+      const int r0 = static_cast<int>(static_cast<long long>(blockIdx.x) * sa.rows / gridDim.x);
+      const int r1 = static_cast<int>(static_cast<long long>(blockIdx.x + 1) * sa.rows / gridDim.x);
+      side_rows(sa, r0, r1, warp - 1, 3, lane);
     } else if (kPass) {
       RingPos<kStages> pos;
       const int t = tid - 32;  // 0..95
@@ -258,7 +329,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   } else {
-    setmaxnreg_inc<kX ? 200 : 232>();
+    setmaxnreg_inc<(kX || kSide) ? 200 : 232>();
     float acc[kAcc];
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
@@ -320,13 +391,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false>
+template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false, int kSide = 0>
 int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % kN || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
   if (!make_map(&ma, a, m, k, k) || !make_map(&mb, b, k, n, n)) return -1;
   if ((kX || kCX) ? !make_map(&mx, xa.x, m, k, k) : !make_map(&mx, a, m, k, k)) return -1;
-  auto fn = probe_kernel<kN, kStages, kPass, kX, kCX>;
+  auto fn = probe_kernel<kN, kStages, kPass, kX, kCX, kSide>;
   constexpr int smem = smem_bytes<kN, kStages, kX || kCX>();
   static bool attr = false;  // once per variant (not inside a graph capture)
   if (!attr) {
@@ -334,7 +405,8 @@ int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa,
     if (e != cudaSuccess) return e;
     attr = true;
   }
-  fn<<<(m / kBM) * (n / kN), kThreads, smem, stream>>>(ma, mb, mx, reinterpret_cast<__nv_bfloat16*>(c), n, k, xa);
+  fn<<<(m / kBM) * (n / kN), kThreads, smem, stream>>>(ma, mb, mx, reinterpret_cast<__nv_bfloat16*>(c), n, k, xa,
+                                                       g_side);
   return cudaGetLastError();
 }
 
@@ -479,8 +551,8 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int count) {
 
 // Fragments pinned by a volatile asm that reads and "writes" them: at the end of a build (its
 // arithmetic, non-volatile asm, may not sink past the next wgmma.fence) and after the next build
-// (the registers an in-flight wgmma reads stay allocated to it). Call 1 of the 15th session:
-// cxr-h2 wrong in 37% of G's elements and not repeatable, cxr-h2-pp in 0.04%.
+// (the registers an in-flight wgmma reads stay allocated to it). Defensive: the SASS of calls 1-3
+// showed no such hazard; what made cxr-h2 wrong there was the stage's early release (below).
 __device__ __forceinline__ void pin_frags(uint32_t (&f)[4][4]) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(f[i][0]), "+r"(f[i][1]), "+r"(f[i][2]), "+r"(f[i][3]));
@@ -616,9 +688,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int ks = 0; ks < 4; ++ks) wgmma_m64n256k16_rs(acc, cur[ks], make_desc_sw128(bb + ks * 2048, kBoxBytes, 1024), 1);
       wgmma_commit();
       // The g/x̂ stage `cur` came from, released only now: the wgmma's issue needed `cur`, the
-      // arithmetic needed the ldmatrix results, so every read of the stage has landed. (Released
-      // right after the build, calls 1-3 of the 15th session: cxr-h2 wrong and not repeatable —
-      // ptxas may place the build's arithmetic, and so the ldmatrix's wait, after the arrive.)
+      // arithmetic needed the ldmatrix results, so every read of the stage has landed. Released
+      // right after the build (calls 1-3 of the 15th session), cxr-h2 was wrong and not
+      // repeatable: its SASS has the mbarrier arrive straight after the 8 LDSM and the bf16x2
+      // arithmetic after it — ptxas does not hold the arrive for the LDSM results, so the producer
+      // could refill the stage under reads still queued behind the wgmma's shared-memory traffic.
       if (lane == 0) mbar_arrive(&gempty[held]);
       // the other's turn (warpgroup 1's last arrive would have no matching sync)
       if (kPingPong && (h == 0 || i + 1 < nk)) named_barrier_arrive(2 - h, 256);
@@ -690,7 +764,14 @@ extern "C" {
 // cxrt-h2 (dW's side: C = Gᵀ·B, g and x̂ given [K, M], rstd/m [6, K]; bf16x2); 19 = cxr-h2-pp (17 with
 // the consumers' wgmma in ping-pong order); 20 = cxrt-h2s (18 with the per-token scalars from shared
 // memory, filled by warp 1); 21 = cxr-h2-serial (17 with wgmma i waited before the next build: a
-// diagnostic). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// diagnostic); 22 = w256-s4 with the side job (the whole Q/K norm of `rows` rows on warps 1-3,
+// wp_set_side), 23 = the side job alone. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+void wp_set_side(const void* g, const void* x, const void* rs, const void* w, void* out, int rows) {
+  wp::g_side = wp::SideArgs{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
+                            reinterpret_cast<const float*>(rs), reinterpret_cast<const __nv_bfloat16*>(w),
+                            reinterpret_cast<__nv_bfloat16*>(out), rows};
+}
+
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
               const void* rs, const void* mm, void* stream) {
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
@@ -711,6 +792,8 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 18: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 2>(a, b, c, m, n, k, xa, s) : -2;
     case 20: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 3>(a, b, c, m, n, k, xa, s) : -2;
     case 21: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, false, true>(a, b, c, m, n, k, xa, s) : -2;
+    case 22: return wp::g_side.rows > 0 ? wp::launch<256, 4, false, false, false, 1>(a, b, c, m, n, k, xa, s) : -2;
+    case 23: return wp::g_side.rows > 0 ? wp::launch<256, 4, false, false, false, 2>(a, b, c, m, n, k, xa, s) : -2;
     case 19: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }

@@ -18,7 +18,9 @@ w256-cxr-h2 (cxr's build in bf16x2 arithmetic: not the definition's fp32 arithme
 to the registry's tolerance, kernels/harness/correctness.py, instead of the bitwise G) and
 w256-cxrt-h2 (dW's side, C = Gᵀ·B with g and x̂ given [K, M] and rstd/m [6, K], beside cuBLAS's
 Aᵀ·B, "cublas_t"), w256-cxr-h2-pp (cxr-h2 with the two consumers' wgmma in ping-pong order), w256-cxrt-h2s (cxrt-h2 with the per-token scalars
-from shared memory).
+from shared memory), w256-s4-side (the skeleton with the whole Q/K norm of 10·K rows of 256 — row
+statistics included — streamed by warps 1-3 of each CTA beside it, G written to global memory)
+and side-only (that stream alone on the same warps, no GEMM).
 --variants 0,7,11 picks a subset. Lab only.
 """
 
@@ -50,10 +52,14 @@ VARIANTS = {
     19: "w256-cxr-h2-pp",
     20: "w256-cxrt-h2s",
     21: "w256-cxr-h2-ser",
+    22: "w256-s4-side",
+    23: "side-only",
 }
 XFORM = (6, 7, 11, 12, 17, 18, 19, 20, 21)  # C = G·B (18: Gᵀ·B) with G made in the kernel
 BF16_ARITH = (17, 18, 19, 20, 21)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
 TRANSPOSED = (18, 20)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
+SIDE = (22, 23)  # the norm streamed beside the GEMM (wp_set_side); 23: no GEMM
+SIDE_ROWS_PER_K = 10  # side rows per unit of K: ~1.5 TB/s at the skeleton's rate (the real op: ~1.35)
 XIN = XFORM  # variants that take x̂, w, rstd, m
 WRAP = {12: 12}  # g/x̂ read at column (k-block mod 12)·64: L2-resident, no DRAM stream
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
@@ -95,7 +101,38 @@ def build(out_dir: str) -> ctypes.CDLL:
     lib = ctypes.CDLL(so)
     lib.wp_launch.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p] * 5
     lib.wp_launch.restype = ctypes.c_int
+    lib.wp_set_side.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_int]
+    lib.wp_set_side.restype = None
     return lib
+
+
+def side_inputs(torch, gen, rows):
+    return {
+        "g": torch.randn(rows, 256, device="cuda", generator=gen).to(torch.bfloat16),
+        "x": torch.randn(rows, 256, device="cuda", generator=gen).to(torch.bfloat16),
+        "rs": 0.5 + torch.rand(rows, device="cuda", generator=gen),
+        "w": (0.1 * torch.randn(256, device="cuda", generator=gen)).to(torch.bfloat16),
+        "out": torch.full((rows, 256), float("nan"), device="cuda", dtype=torch.bfloat16),
+    }
+
+
+def set_side(lib, sd):
+    lib.wp_set_side(*(sd[key].data_ptr() for key in ("g", "x", "rs", "w", "out")), sd["g"].shape[0])
+
+
+def side_check(torch, sd):
+    """The side job's G against the definition in fp32 (m by torch's sum: a different order)."""
+    gf = sd["g"].float()
+    gh = (gf * sd["w"].float() + gf).to(torch.bfloat16).float()
+    xf = sd["x"].float()
+    m = (gh * xf).mean(dim=-1, keepdim=True)
+    ref = (sd["rs"][:, None] * (gh - m * xf)).to(torch.bfloat16).float()
+    out = sd["out"].float()
+    if not bool(torch.isfinite(out).all()):
+        return {"side_finite": False, "side_passed": False}
+    d = (out - ref).abs()
+    rel = float(d.max()) / float(ref.pow(2).mean().sqrt())
+    return {"side_finite": True, "side_mismatch": int((d != 0).sum()), "side_err": rel, "side_passed": rel < 1e-2}
 
 
 def main() -> int:
@@ -168,6 +205,9 @@ def main() -> int:
         for v, name in VARIANTS.items():
             for rnd in range(2):  # fresh inputs each round
                 gen2 = torch.Generator(device="cuda").manual_seed(9000 + 100 * si + 10 * v + rnd)
+                if v in SIDE:
+                    sd = side_inputs(torch, gen2, SIDE_ROWS_PER_K * k)
+                    set_side(lib, sd)
                 tr = v in TRANSPOSED
                 a2 = torch.randn(*((k, m) if tr else (m, k)), device="cuda", generator=gen2).to(torch.bfloat16)
                 b2 = torch.randn(k, n, device="cuda", generator=gen2).to(torch.bfloat16)
@@ -175,6 +215,16 @@ def main() -> int:
                 c2 = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
                 run(v, a2, b2, c2, **xi)
                 torch.cuda.synchronize()
+                if v == 23:  # the side job alone: its output and repeatability only
+                    sc = side_check(torch, sd)
+                    first = sd["out"].clone()
+                    run(v, a2, b2, c2)
+                    torch.cuda.synchronize()
+                    passed = sc["side_passed"] and bool(torch.equal(first, sd["out"]))
+                    ok_all &= passed
+                    result["checks"].append({"shape": [m, n, k], "variant": name, "round": rnd, **sc, "passed": passed})
+                    print(f"check {m}x{n}x{k} {name:13s} r{rnd}: passed={passed} {sc}", flush=True)
+                    continue
                 if v in WRAP:  # the kernel reads g/x̂ column c at c mod 64·WRAP[v]
                     cols = torch.arange(k, device="cuda") % (64 * WRAP[v])
                     a_eff = g_of(a2[:, cols], **{**xi, "x_": xi["x_"][:, cols]})
@@ -218,6 +268,9 @@ def main() -> int:
                     passed = finite and det and matched >= 0.999 and err < 0.05
                 else:
                     passed = finite and det and (err < 0.02 or excess < 0.005)
+                if v in SIDE:
+                    gcheck = side_check(torch, sd)
+                    passed = passed and gcheck["side_passed"]
                 ok_all &= passed
                 result["checks"].append(
                     {
@@ -252,6 +305,9 @@ def main() -> int:
             keys.append("cublas_t")
             xin_t = xform_inputs(torch.Generator(device="cuda").manual_seed(1500 + si), t=True)
         xin = xform_inputs(torch.Generator(device="cuda").manual_seed(1400 + si))
+        if any(v in SIDE for v in VARIANTS):
+            si_t = side_inputs(torch, torch.Generator(device="cuda").manual_seed(1600 + si), SIDE_ROWS_PER_K * k)
+            set_side(lib, si_t)
         for v, name in VARIANTS.items():
             if v in TRANSPOSED:
                 ins_v = {**ins_t, **{key.rstrip("_"): t for key, t in xin_t.items()}}
