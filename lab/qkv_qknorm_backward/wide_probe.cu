@@ -765,7 +765,8 @@ extern "C" {
 // the consumers' wgmma in ping-pong order); 20 = cxrt-h2s (18 with the per-token scalars from shared
 // memory, filled by warp 1); 21 = cxr-h2-serial (17 with wgmma i waited before the next build: a
 // diagnostic); 22 = w256-s4 with the side job (the whole Q/K norm of `rows` rows on warps 1-3,
-// wp_set_side), 23 = the side job alone. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// wp_set_side), 23 = the side job alone; 24, 25 = 17, 20 with rings of 3 B and 4 g/x̂ stages (a
+// g/x̂ stage is now held until the next wgmma's issue). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 void wp_set_side(const void* g, const void* x, const void* rs, const void* w, void* out, int rows) {
   wp::g_side = wp::SideArgs{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
                             reinterpret_cast<const float*>(rs), reinterpret_cast<const __nv_bfloat16*>(w),
@@ -794,6 +795,8 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 21: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, false, true>(a, b, c, m, n, k, xa, s) : -2;
     case 22: return wp::g_side.rows > 0 ? wp::launch<256, 4, false, false, false, 1>(a, b, c, m, n, k, xa, s) : -2;
     case 23: return wp::g_side.rows > 0 ? wp::launch<256, 4, false, false, false, 2>(a, b, c, m, n, k, xa, s) : -2;
+    case 24: return (x && w && rs && mm) ? wp::launch_cxr<3, 4, 0, 1>(a, b, c, m, n, k, xa, s) : -2;
+    case 25: return (x && w && rs && mm) ? wp::launch_cxr<3, 4, 0, 3>(a, b, c, m, n, k, xa, s) : -2;
     case 19: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }

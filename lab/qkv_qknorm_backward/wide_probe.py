@@ -54,10 +54,12 @@ VARIANTS = {
     21: "w256-cxr-h2-ser",
     22: "w256-s4-side",
     23: "side-only",
+    24: "w256-cxr-h2-g4",
+    25: "w256-cxrt-h2s-g4",
 }
-XFORM = (6, 7, 11, 12, 17, 18, 19, 20, 21)  # C = G·B (18: Gᵀ·B) with G made in the kernel
-BF16_ARITH = (17, 18, 19, 20, 21)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
-TRANSPOSED = (18, 20)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
+XFORM = (6, 7, 11, 12, 17, 18, 19, 20, 21, 24, 25)  # C = G·B (18: Gᵀ·B) with G made in the kernel
+BF16_ARITH = (17, 18, 19, 20, 21, 24, 25)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
+TRANSPOSED = (18, 20, 25)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
 SIDE = (22, 23)  # the norm streamed beside the GEMM (wp_set_side); 23: no GEMM
 SIDE_ROWS_PER_K = 10  # side rows per unit of K: ~1.5 TB/s at the skeleton's rate (the real op: ~1.35)
 XIN = XFORM  # variants that take x̂, w, rstd, m
@@ -132,7 +134,12 @@ def side_check(torch, sd):
         return {"side_finite": False, "side_passed": False}
     d = (out - ref).abs()
     rel = float(d.max()) / float(ref.pow(2).mean().sqrt())
-    return {"side_finite": True, "side_mismatch": int((d != 0).sum()), "side_err": rel, "side_passed": rel < 1e-2}
+    ulp = torch.ldexp(torch.ones_like(ref), torch.frexp(ref.abs()).exponent - 8)
+    worst = float((d / ulp).max())
+    # m's sum order differs (a warp's shuffle tree vs torch's): a result near a rounding boundary
+    # may round the other way (call 4: 107-139 of 21 M elements, max|err|/rms 0.015 = one ulp of
+    # an element at 4 rms); pass if no element is more than one ulp off
+    return {"side_finite": True, "side_mismatch": int((d != 0).sum()), "side_err": rel, "side_max_ulp": worst, "side_passed": worst <= 1.0}
 
 
 def main() -> int:
