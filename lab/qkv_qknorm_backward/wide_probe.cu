@@ -468,8 +468,10 @@ __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* 
 __device__ __forceinline__ uint32_t bcast_bf16x2(float v) { return pack_bf16x2(v, v); }
 __device__ __forceinline__ uint32_t hmul2_bf16(uint32_t a, uint32_t b) { return hfma2_bf16(a, b, 0x80008000u); }
 
+// wsm (cxr-h2-wsm): w as 128 bf16 pairs in shared memory (LDS) instead of 8 global loads (L1) a k-block.
 __device__ __forceinline__ void build_frags_h2(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox, int m0h,
-                                               int kb, int wq, int lane, const XArgs& xa) {
+                                               int kb, int wq, int lane, const XArgs& xa,
+                                               const uint32_t* wsm = nullptr) {
   const int head = (kb >> 2) % 6;
   const int d0 = (kb & 3) * 64;
   const int ra = 16 * wq + (lane >> 2);
@@ -488,7 +490,7 @@ __device__ __forceinline__ void build_frags_h2(uint32_t (&f)[4][4], const uint8_
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int d = d0 + 16 * ks + 8 * (q >> 1) + 2 * (lane & 3);
-      const uint32_t w2 = __ldg(reinterpret_cast<const unsigned int*>(xa.w + d));
+      const uint32_t w2 = wsm ? wsm[d >> 1] : __ldg(reinterpret_cast<const unsigned int*>(xa.w + d));
       const uint32_t gh = hfma2_bf16(g[q], w2, g[q]);
       f[ks][q] = hmul2_bf16(rs2[q & 1], hfma2_bf16(nm2[q & 1], x[q], gh));
     }
@@ -559,7 +561,8 @@ __device__ __forceinline__ void pin_frags(uint32_t (&f)[4][4]) {
 }
 
 // kMode: 0 = cxr (fp32 build), 1 = cxr-h2 (bf16x2 build), 2 = cxrt-h2 (dW's A = Gᵀ, bf16x2),
-// 3 = cxrt-h2s (2 with the per-token scalars from a shared-memory slot filled by warp 1).
+// 3 = cxrt-h2s (2 with the per-token scalars from a shared-memory slot filled by warp 1),
+// 4 = cxr-h2-wsm (1 with w from shared memory).
 // kPingPong (15th session): the two consumer warpgroups take turns to issue their k-block's
 // wgmma (named barriers 1 and 2, FA3's order), so that each one's k-block runs on the tensor
 // cores as one block while the other warpgroup builds its next fragments.
@@ -578,7 +581,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* bempty = bfull + kBS;
   uint64_t* gfull = bempty + kBS;
   uint64_t* gempty = gfull + kGS;
-  uint2* slots = reinterpret_cast<uint2*>(gempty + kGS);  // kMode 3: 32 (rs, −m) pairs per g stage
+  uint2* slots = reinterpret_cast<uint2*>(gempty + kGS);  // kMode 3: 32 (rs, −m) pairs per g stage; 4: w
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
   const int ntn = n / kN;
   const int m0 = (blockIdx.x / ntn) * kBM, n0 = (blockIdx.x % ntn) * kN;
@@ -597,6 +600,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     tma_prefetch_desc(&map_b);
     tma_prefetch_desc(&map_x);
   }
+  uint32_t* wsm = reinterpret_cast<uint32_t*>(slots);  // kMode 4: w as 128 bf16 pairs
+  if (kMode == 4 && tid < 128) wsm[tid] = reinterpret_cast<const uint32_t*>(xa.w)[tid];
   __syncthreads();
   if (wg == 0) {
     setmaxnreg_dec<40>();
@@ -667,6 +672,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
       } else if constexpr (kMode == 1) {
         build_frags_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
+      } else if constexpr (kMode == 4) {
+        build_frags_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa, wsm);
       } else if constexpr (kMode == 2) {
         build_frags_t_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, rs_h, mm_h, nullptr, w2t, kb, wq, lane);
       } else {
@@ -739,7 +746,7 @@ int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs
   }
   if (!make_map(&mb, b, k, n, n)) return -1;
   auto fn = cxr_kernel<kBS, kGS, kWrap, kMode, kPingPong, kSerial>;
-  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS) + (kMode == 3 ? kGS * 256 : 0);
+  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS) + (kMode == 3 ? kGS * 256 : 0) + (kMode == 4 ? 512 : 0);
   static bool attr = false;
   if (!attr) {
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -766,7 +773,8 @@ extern "C" {
 // memory, filled by warp 1); 21 = cxr-h2-serial (17 with wgmma i waited before the next build: a
 // diagnostic); 22 = w256-s4 with the side job (the whole Q/K norm of `rows` rows on warps 1-3,
 // wp_set_side), 23 = the side job alone; 24, 25 = 17, 20 with rings of 3 B and 4 g/x̂ stages (a
-// g/x̂ stage is now held until the next wgmma's issue). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// g/x̂ stage is now held until the next wgmma's issue); 26 = cxr-h2-wsm (17 with w from shared
+// memory). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 void wp_set_side(const void* g, const void* x, const void* rs, const void* w, void* out, int rows) {
   wp::g_side = wp::SideArgs{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
                             reinterpret_cast<const float*>(rs), reinterpret_cast<const __nv_bfloat16*>(w),
@@ -797,6 +805,7 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 23: return wp::g_side.rows > 0 ? wp::launch<256, 4, false, false, false, 2>(a, b, c, m, n, k, xa, s) : -2;
     case 24: return (x && w && rs && mm) ? wp::launch_cxr<3, 4, 0, 1>(a, b, c, m, n, k, xa, s) : -2;
     case 25: return (x && w && rs && mm) ? wp::launch_cxr<3, 4, 0, 3>(a, b, c, m, n, k, xa, s) : -2;
+    case 26: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 4>(a, b, c, m, n, k, xa, s) : -2;
     case 19: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
