@@ -194,7 +194,10 @@ __device__ __forceinline__ void transform_own(uint8_t* smem, int stage_bytes, in
 }
 
 // kSide: 1 = the skeleton with the side job on warps 1-3; 2 = the side job alone (same grid and
-// warps, no GEMM: its time on 3 warps per SM without a GEMM beside it).
+// warps, no GEMM: its time on 3 warps per SM without a GEMM beside it); 3 = the skeleton with A
+// read at column (k-block mod 12)·64 (L2-resident: no DRAM stream of its own, as a GEMM reading
+// G from L2 would be); 4 = 3 with the side job. Calls 4-5's side job shared the DRAM with the
+// probe's 1.08 MB of A per step (138 MB at K = 8192, 2.8× the L2): 3 and 4 take that away.
 template <int kN, int kStages, bool kPass, bool kX = false, bool kCX = false, int kSide = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     probe_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -242,8 +245,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int kb = 0; kb < nk; ++kb) {
           ring_acquire(full, empty, pos, kStageBytes);
           uint8_t* st = smem + pos.stage * kStageBytes;
-          tma_load_2d(st, &map_a, &full[pos.stage], kb * kBK, m0);
-          tma_load_2d(st + kBoxBytes, &map_a, &full[pos.stage], kb * kBK, m0 + 64);
+          const int ka = (kSide >= 3 ? kb % 12 : kb) * kBK;  // kSide 3, 4: A L2-resident (12 k-blocks)
+          tma_load_2d(st, &map_a, &full[pos.stage], ka, m0);
+          tma_load_2d(st + kBoxBytes, &map_a, &full[pos.stage], ka, m0 + 64);
           if (kX || kCX) {
             tma_load_2d(st + kABytes + kBBytes, &map_x, &full[pos.stage], kb * kBK, m0);
             tma_load_2d(st + kABytes + kBBytes + kBoxBytes, &map_x, &full[pos.stage], kb * kBK, m0 + 64);
@@ -302,7 +306,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (lane == 0) mbar_arrive(&ready[pos.stage]);
         pos.advance();
       }
-    } else if (kSide) {
+    } else if (kSide == 1 || kSide == 4) {
       const int r0 = static_cast<int>(static_cast<long long>(blockIdx.x) * sa.rows / gridDim.x);
       const int r1 = static_cast<int>(static_cast<long long>(blockIdx.x + 1) * sa.rows / gridDim.x);
       side_rows(sa, r0, r1, warp - 1, 3, lane);
@@ -774,7 +778,7 @@ extern "C" {
 // diagnostic); 22 = w256-s4 with the side job (the whole Q/K norm of `rows` rows on warps 1-3,
 // wp_set_side), 23 = the side job alone; 24, 25 = 17, 20 with rings of 3 B and 4 g/x̂ stages (a
 // g/x̂ stage is now held until the next wgmma's issue); 26 = cxr-h2-wsm (17 with w from shared
-// memory). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// memory); 27 = w256-s4 with A L2-resident, 28 = 27 with the side job. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 void wp_set_side(const void* g, const void* x, const void* rs, const void* w, void* out, int rows) {
   wp::g_side = wp::SideArgs{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
                             reinterpret_cast<const float*>(rs), reinterpret_cast<const __nv_bfloat16*>(w),
@@ -806,6 +810,8 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 24: return (x && w && rs && mm) ? wp::launch_cxr<3, 4, 0, 1>(a, b, c, m, n, k, xa, s) : -2;
     case 25: return (x && w && rs && mm) ? wp::launch_cxr<3, 4, 0, 3>(a, b, c, m, n, k, xa, s) : -2;
     case 26: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 4>(a, b, c, m, n, k, xa, s) : -2;
+    case 27: return wp::launch<256, 4, false, false, false, 3>(a, b, c, m, n, k, xa, s);
+    case 28: return wp::g_side.rows > 0 ? wp::launch<256, 4, false, false, false, 4>(a, b, c, m, n, k, xa, s) : -2;
     case 19: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }

@@ -57,14 +57,16 @@ VARIANTS = {
     24: "w256-cxr-h2-g4",
     25: "w256-cxrt-h2s-g4",
     26: "w256-cxr-h2-wsm",
+    27: "w256-s4-l2",
+    28: "w256-s4-l2-side",
 }
 XFORM = (6, 7, 11, 12, 17, 18, 19, 20, 21, 24, 25, 26)  # C = G·B (18: Gᵀ·B) with G made in the kernel
 BF16_ARITH = (17, 18, 19, 20, 21, 24, 25, 26)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
 TRANSPOSED = (18, 20, 25)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
-SIDE = (22, 23)  # the norm streamed beside the GEMM (wp_set_side); 23: no GEMM
+SIDE = (22, 23, 28)  # the norm streamed beside the GEMM (wp_set_side); 23: no GEMM
 SIDE_ROWS_PER_K = 10  # side rows per unit of K: ~1.5 TB/s at the skeleton's rate (the real op: ~1.35)
 XIN = XFORM  # variants that take x̂, w, rstd, m
-WRAP = {12: 12}  # g/x̂ read at column (k-block mod 12)·64: L2-resident, no DRAM stream
+WRAP = {12: 12, 27: 12, 28: 12}  # g/x̂ read at column (k-block mod 12)·64: L2-resident, no DRAM stream
 # 66 row tiles × 512 columns: 132 CTAs of 128×256 (one per SM), 264 of 128×128 (two waves)
 SHAPES = [(8448, 512, 1536), (8448, 512, 8192), (8192, 512, 1536)]
 
@@ -244,7 +246,7 @@ def main() -> int:
                     continue
                 if v in WRAP:  # the kernel reads g/x̂ column c at c mod 64·WRAP[v]
                     cols = torch.arange(k, device="cuda") % (64 * WRAP[v])
-                    a_eff = g_of(a2[:, cols], **{**xi, "x_": xi["x_"][:, cols]})
+                    a_eff = g_of(a2[:, cols], **{**xi, "x_": xi["x_"][:, cols]}) if v in XFORM else a2[:, cols]
                 elif tr:
                     a_eff = g_of_t(a2, **xi)  # [M, K]
                 else:
