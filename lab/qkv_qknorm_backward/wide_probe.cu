@@ -616,7 +616,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int ka = (kWrap ? kb % kWrap : kb) * kBK;  // g/x̂ column (kWrap: an L2-resident diagnostic)
         ring_acquire(gfull, gempty, gpos, kGXBytes);
         uint8_t* gs = gsmem + gpos.stage * kGXBytes;
-        if (kMode >= 2) {  // g, x̂ as [K tokens, M columns]: box h = columns m0 + 64h of 64 tokens
+        if (kMode == 2 || kMode == 3) {  // g, x̂ as [K tokens, M columns]: box h = columns m0 + 64h of 64 tokens
           tma_load_2d(gs, &map_a, &gfull[gpos.stage], m0, ka);
           tma_load_2d(gs + kBoxBytes, &map_a, &gfull[gpos.stage], m0 + 64, ka);
           tma_load_2d(gs + kABytes, &map_x, &gfull[gpos.stage], m0, ka);
@@ -662,7 +662,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float* rs_h = xa.rs + static_cast<size_t>(head_t) * k;
     const float* mm_h = xa.mm + static_cast<size_t>(head_t) * k;
     uint32_t w2t[2] = {0, 0};
-    if (kMode >= 2) {
+    if (kMode == 2 || kMode == 3) {
       const int c = (m0h & 255) + 16 * wq + (lane >> 2);
       const __nv_bfloat16 w0 = xa.w[c], w1 = xa.w[c + 8];
       w2t[0] = pack_bf16x2(__bfloat162float(w0), __bfloat162float(w0));
@@ -743,7 +743,7 @@ template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false
 int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
-  if (kMode >= 2) {  // g and x̂ are [K, M]
+  if (kMode == 2 || kMode == 3) {  // g and x̂ are [K, M]
     if (!make_map(&ma, a, k, m, m) || !make_map(&mx, xa.x, k, m, m)) return -1;
   } else if (!make_map(&ma, a, m, k, k) || !make_map(&mx, xa.x, m, k, k)) {
     return -1;
