@@ -551,6 +551,20 @@ __device__ __forceinline__ void build_frags_t_h2(uint32_t (&f)[4][4], const uint
   }
 }
 
+// kMC helpers: a TMA load multicast to the CTAs of `mask` (same shared-memory offset and barrier
+// offset in each), and an arrive on a barrier of another CTA of the cluster.
+__device__ __forceinline__ void tma_load_2d_mc(void* dst, const CUtensorMap* map, uint64_t* bar, int c0, int c1,
+                                               uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(mask)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t remote_addr) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote_addr) : "memory");
+}
+
 __device__ __forceinline__ void named_barrier_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
@@ -571,7 +585,14 @@ __device__ __forceinline__ void pin_frags(uint32_t (&f)[4][4]) {
 // wgmma (named barriers 1 and 2, FA3's order), so that each one's k-block runs on the tensor
 // cores as one block while the other warpgroup builds its next fragments.
 // kSerial (diagnostic): wgmma i itself waited before the next build (no build under a running wgmma).
-template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false, bool kSerial = false>
+// kMC (15th session): clusters of 2 CTAs on the same 256 columns and neighbouring row tiles; each
+// CTA loads 2 of B's 4 boxes and multicasts them to both, so B crosses L2 → SM once per pair
+// (per wide k-block and SM: 16 KiB of B instead of 32, g/x̂ 32 KiB unchanged). A B stage is
+// refilled once the consumers of both CTAs released it (its empty barrier counts 16 warps: 8 of
+// its own CTA, 8 arriving from the other). The question: is L2 → SM traffic what the transform's
+// extra bytes cost (the skeleton moves 48 KiB a step per SM, ~9.5 TB/s over 132 SMs)?
+template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false, bool kSerial = false,
+          bool kMC = false>
 __global__ void __launch_bounds__(kThreads, 1)
     cxr_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                const __grid_constant__ CUtensorMap map_x, __nv_bfloat16* __restrict__ c, int n, int k, XArgs xa) {
@@ -588,12 +609,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint2* slots = reinterpret_cast<uint2*>(gempty + kGS);  // kMode 3: 32 (rs, −m) pairs per g stage; 4: w
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
   const int ntn = n / kN;
-  const int m0 = (blockIdx.x / ntn) * kBM, n0 = (blockIdx.x % ntn) * kN;
+  const uint32_t rank = kMC ? cluster_ctarank() : 0;
+  const int pair = blockIdx.x >> 1;  // kMC: the cluster's index; its 2 CTAs share n0
+  const int m0 = kMC ? ((pair / ntn) * 2 + static_cast<int>(rank)) * kBM : (blockIdx.x / ntn) * kBM;
+  const int n0 = kMC ? (pair % ntn) * kN : (blockIdx.x % ntn) * kN;
   const int nk = k / kBK;
   if (tid == 0) {
     for (int s = 0; s < kBS; ++s) {
       mbar_init(&bfull[s], 1);
-      mbar_init(&bempty[s], 8);
+      mbar_init(&bempty[s], kMC ? 16 : 8);
     }
     for (int s = 0; s < kGS; ++s) {
       mbar_init(&gfull[s], kMode == 3 ? 2 : 1);  // kMode 3: warp 1's scalars too
@@ -606,7 +630,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   uint32_t* wsm = reinterpret_cast<uint32_t*>(slots);  // kMode 4: w as 128 bf16 pairs
   if (kMode == 4 && tid < 128) wsm[tid] = reinterpret_cast<const uint32_t*>(xa.w)[tid];
-  __syncthreads();
+  if constexpr (kMC) {
+    cluster_sync_all();  // the other CTA's barriers are initialized before any multicast or remote arrive
+  } else {
+    __syncthreads();
+  }
   if (wg == 0) {
     setmaxnreg_dec<40>();
     if (warp == 0 && lane == 0) {
@@ -627,10 +655,17 @@ __global__ void __launch_bounds__(kThreads, 1)
           tma_load_2d(gs + kABytes, &map_x, &gfull[gpos.stage], ka, m0);
           tma_load_2d(gs + kABytes + kBoxBytes, &map_x, &gfull[gpos.stage], ka, m0 + 64);
         }
-        ring_acquire(bfull, bempty, bpos, kBBytes);
+        ring_acquire(bfull, bempty, bpos, kBBytes);  // kMC: 2 boxes from here, 2 from the other CTA
         uint8_t* bs = smem + bpos.stage * kBBytes;
+        if constexpr (kMC) {
 #pragma unroll
-        for (int j = 0; j < kN / 64; ++j) tma_load_2d(bs + j * kBoxBytes, &map_b, &bfull[bpos.stage], n0 + 64 * j, kb * kBK);
+          for (int j = 2 * rank; j < 2 * rank + 2; ++j)
+            tma_load_2d_mc(bs + j * kBoxBytes, &map_b, &bfull[bpos.stage], n0 + 64 * j, kb * kBK, 0x3);
+        } else {
+#pragma unroll
+          for (int j = 0; j < kN / 64; ++j)
+            tma_load_2d(bs + j * kBoxBytes, &map_b, &bfull[bpos.stage], n0 + 64 * j, kb * kBK);
+        }
         gpos.advance();
         bpos.advance();
       }
@@ -712,7 +747,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       } else {
         wgmma_wait<1>();
       }  // wgmma i − 1 done (its fragments, `nxt`, free; its B stage released); i may run
-      if (prev >= 0 && lane == 0) mbar_arrive(&bempty[prev]);
+      if (prev >= 0 && lane == 0) {
+        mbar_arrive(&bempty[prev]);
+        if (kMC) mbar_arrive_cluster(map_rank(smem_u32(&bempty[prev]), rank ^ 1));
+      }
       prev = bpos.stage;
       bpos.advance();
       if (i + 1 < nk) build_next(nxt, i + 1);
@@ -737,9 +775,12 @@ __global__ void __launch_bounds__(kThreads, 1)
           pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
     }
   }
+  // kMC: no CTA leaves while the other may still arrive on its barriers
+  if constexpr (kMC) cluster_sync_all();
 }
 
-template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false, bool kSerial = false>
+template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false, bool kSerial = false,
+          bool kMC = false>
 int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
   CUtensorMap ma, mb, mx;
@@ -749,7 +790,7 @@ int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs
     return -1;
   }
   if (!make_map(&mb, b, k, n, n)) return -1;
-  auto fn = cxr_kernel<kBS, kGS, kWrap, kMode, kPingPong, kSerial>;
+  auto fn = cxr_kernel<kBS, kGS, kWrap, kMode, kPingPong, kSerial, kMC>;
   constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS) + (kMode == 3 ? kGS * 256 : 0) + (kMode == 4 ? 512 : 0);
   static bool attr = false;
   if (!attr) {
@@ -757,7 +798,25 @@ int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs
     if (e != cudaSuccess) return e;
     attr = true;
   }
-  fn<<<(m / kBM) * (n / 256), kThreads, smem, stream>>>(ma, mb, mx, reinterpret_cast<__nv_bfloat16*>(c), n, k, xa);
+  const int grid = (m / kBM) * (n / 256);
+  if constexpr (kMC) {
+    if ((m / kBM) % 2) return -2;  // row tiles in pairs
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr2[1];
+    attr2[0].id = cudaLaunchAttributeClusterDimension;
+    attr2[0].val.clusterDim.x = 2;
+    attr2[0].val.clusterDim.y = 1;
+    attr2[0].val.clusterDim.z = 1;
+    cfg.attrs = attr2;
+    cfg.numAttrs = 1;
+    cudaError_t e = cudaLaunchKernelEx(&cfg, fn, ma, mb, mx, reinterpret_cast<__nv_bfloat16*>(c), n, k, xa);
+    return e != cudaSuccess ? e : cudaGetLastError();
+  }
+  fn<<<grid, kThreads, smem, stream>>>(ma, mb, mx, reinterpret_cast<__nv_bfloat16*>(c), n, k, xa);
   return cudaGetLastError();
 }
 
@@ -778,7 +837,8 @@ extern "C" {
 // diagnostic); 22 = w256-s4 with the side job (the whole Q/K norm of `rows` rows on warps 1-3,
 // wp_set_side), 23 = the side job alone; 24, 25 = 17, 20 with rings of 3 B and 4 g/x̂ stages (a
 // g/x̂ stage is now held until the next wgmma's issue); 26 = cxr-h2-wsm (17 with w from shared
-// memory); 27 = w256-s4 with A L2-resident, 28 = 27 with the side job. Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// memory); 27 = w256-s4 with A L2-resident, 28 = 27 with the side job; 29, 30 = 17, 20 in
+// clusters of 2 with B multicast (kMC). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 void wp_set_side(const void* g, const void* x, const void* rs, const void* w, void* out, int rows) {
   wp::g_side = wp::SideArgs{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
                             reinterpret_cast<const float*>(rs), reinterpret_cast<const __nv_bfloat16*>(w),
@@ -812,6 +872,8 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 26: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 4>(a, b, c, m, n, k, xa, s) : -2;
     case 27: return wp::launch<256, 4, false, false, false, 3>(a, b, c, m, n, k, xa, s);
     case 28: return wp::g_side.rows > 0 ? wp::launch<256, 4, false, false, false, 4>(a, b, c, m, n, k, xa, s) : -2;
+    case 29: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
+    case 30: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 3, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
     case 19: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }

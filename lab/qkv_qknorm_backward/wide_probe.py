@@ -59,10 +59,12 @@ VARIANTS = {
     26: "w256-cxr-h2-wsm",
     27: "w256-s4-l2",
     28: "w256-s4-l2-side",
+    29: "w256-cxr-h2-mc",
+    30: "w256-cxrt-h2s-mc",
 }
-XFORM = (6, 7, 11, 12, 17, 18, 19, 20, 21, 24, 25, 26)  # C = G·B (18: Gᵀ·B) with G made in the kernel
-BF16_ARITH = (17, 18, 19, 20, 21, 24, 25, 26)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
-TRANSPOSED = (18, 20, 25)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
+XFORM = (6, 7, 11, 12, 17, 18, 19, 20, 21, 24, 25, 26, 29, 30)  # C = G·B (18: Gᵀ·B) with G made in the kernel
+BF16_ARITH = (17, 18, 19, 20, 21, 24, 25, 26, 29, 30)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
+TRANSPOSED = (18, 20, 25, 30)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
 SIDE = (22, 23, 28)  # the norm streamed beside the GEMM (wp_set_side); 23: no GEMM
 SIDE_ROWS_PER_K = 10  # side rows per unit of K: ~1.5 TB/s at the skeleton's rate (the real op: ~1.35)
 XIN = XFORM  # variants that take x̂, w, rstd, m
