@@ -472,10 +472,8 @@ __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* 
 __device__ __forceinline__ uint32_t bcast_bf16x2(float v) { return pack_bf16x2(v, v); }
 __device__ __forceinline__ uint32_t hmul2_bf16(uint32_t a, uint32_t b) { return hfma2_bf16(a, b, 0x80008000u); }
 
-// wsm (cxr-h2-wsm): w as 128 bf16 pairs in shared memory (LDS) instead of 8 global loads (L1) a k-block.
 __device__ __forceinline__ void build_frags_h2(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox, int m0h,
-                                               int kb, int wq, int lane, const XArgs& xa,
-                                               const uint32_t* wsm = nullptr) {
+                                               int kb, int wq, int lane, const XArgs& xa) {
   const int head = (kb >> 2) % 6;
   const int d0 = (kb & 3) * 64;
   const int ra = 16 * wq + (lane >> 2);
@@ -494,7 +492,7 @@ __device__ __forceinline__ void build_frags_h2(uint32_t (&f)[4][4], const uint8_
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const int d = d0 + 16 * ks + 8 * (q >> 1) + 2 * (lane & 3);
-      const uint32_t w2 = wsm ? wsm[d >> 1] : __ldg(reinterpret_cast<const unsigned int*>(xa.w + d));
+      const uint32_t w2 = __ldg(reinterpret_cast<const unsigned int*>(xa.w + d));
       const uint32_t gh = hfma2_bf16(g[q], w2, g[q]);
       f[ks][q] = hmul2_bf16(rs2[q & 1], hfma2_bf16(nm2[q & 1], x[q], gh));
     }
@@ -565,10 +563,6 @@ __device__ __forceinline__ void mbar_arrive_cluster(uint32_t remote_addr) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote_addr) : "memory");
 }
 
-__device__ __forceinline__ void named_barrier_arrive(int id, int count) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
-
 // Fragments pinned by a volatile asm that reads and "writes" them: at the end of a build (its
 // arithmetic, non-volatile asm, may not sink past the next wgmma.fence) and after the next build
 // (the registers an in-flight wgmma reads stay allocated to it). Defensive: the SASS of calls 1-3
@@ -579,11 +573,11 @@ __device__ __forceinline__ void pin_frags(uint32_t (&f)[4][4]) {
 }
 
 // kMode: 0 = cxr (fp32 build), 1 = cxr-h2 (bf16x2 build), 2 = cxrt-h2 (dW's A = Gᵀ, bf16x2),
-// 3 = cxrt-h2s (2 with the per-token scalars from a shared-memory slot filled by warp 1),
-// 4 = cxr-h2-wsm (1 with w from shared memory).
-// kPingPong (15th session): the two consumer warpgroups take turns to issue their k-block's
-// wgmma (named barriers 1 and 2, FA3's order), so that each one's k-block runs on the tensor
-// cores as one block while the other warpgroup builds its next fragments.
+// 3 = cxrt-h2s (2 with the per-token scalars from a shared-memory slot filled by warp 1).
+// Lost and removed (code at git 28efab3): kPingPong (the two consumer warpgroups issuing their
+// wgmma in turns, FA3's order: 0.905-0.932 µs against cxr-h2's 0.916-0.934, H100), mode 4
+// (cxr-h2-wsm, w from shared memory: 1.046 against 0.919), and rings of 3 B / 4 g/x̂ stages
+// (0.932-0.937 and 0.835-0.839 against 0.916-0.919 and 0.826).
 // kSerial (diagnostic): wgmma i itself waited before the next build (no build under a running wgmma).
 // kMC (15th session): clusters of 2 CTAs on the same 256 columns and neighbouring row tiles; each
 // CTA loads 2 of B's 4 boxes and multicasts them to both, so B crosses L2 → SM once per pair
@@ -591,7 +585,7 @@ __device__ __forceinline__ void pin_frags(uint32_t (&f)[4][4]) {
 // refilled once the consumers of both CTAs released it (its empty barrier counts 16 warps: 8 of
 // its own CTA, 8 arriving from the other). The question: is L2 → SM traffic what the transform's
 // extra bytes cost (the skeleton moves 48 KiB a step per SM, ~9.5 TB/s over 132 SMs)?
-template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false, bool kSerial = false,
+template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kSerial = false,
           bool kMC = false>
 __global__ void __launch_bounds__(kThreads, 1)
     cxr_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -628,8 +622,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     tma_prefetch_desc(&map_b);
     tma_prefetch_desc(&map_x);
   }
-  uint32_t* wsm = reinterpret_cast<uint32_t*>(slots);  // kMode 4: w as 128 bf16 pairs
-  if (kMode == 4 && tid < 128) wsm[tid] = reinterpret_cast<const uint32_t*>(xa.w)[tid];
   if constexpr (kMC) {
     cluster_sync_all();  // the other CTA's barriers are initialized before any multicast or remote arrive
   } else {
@@ -711,8 +703,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
       } else if constexpr (kMode == 1) {
         build_frags_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
-      } else if constexpr (kMode == 4) {
-        build_frags_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa, wsm);
       } else if constexpr (kMode == 2) {
         build_frags_t_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, rs_h, mm_h, nullptr, w2t, kb, wq, lane);
       } else {
@@ -724,11 +714,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       gpos.advance();
     };
     int prev = -1;
-    if (kPingPong && h == 1) named_barrier_arrive(1, 256);  // warpgroup 0 issues first
     auto step = [&](int i, uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4]) {
       mbar_wait(&bfull[bpos.stage], bpos.phase);
       const uint32_t bb = smem_u32(smem + bpos.stage * kBBytes);
-      if (kPingPong) named_barrier_sync(1 + h, 256);  // my turn
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks) wgmma_m64n256k16_rs(acc, cur[ks], make_desc_sw128(bb + ks * 2048, kBoxBytes, 1024), 1);
@@ -740,8 +728,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       // arithmetic after it — ptxas does not hold the arrive for the LDSM results, so the producer
       // could refill the stage under reads still queued behind the wgmma's shared-memory traffic.
       if (lane == 0) mbar_arrive(&gempty[held]);
-      // the other's turn (warpgroup 1's last arrive would have no matching sync)
-      if (kPingPong && (h == 0 || i + 1 < nk)) named_barrier_arrive(2 - h, 256);
       if constexpr (kSerial) {
         wgmma_wait<0>();
       } else {
@@ -779,7 +765,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   if constexpr (kMC) cluster_sync_all();
 }
 
-template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kPingPong = false, bool kSerial = false,
+template <int kBS, int kGS, int kWrap = 0, int kMode = 0, bool kSerial = false,
           bool kMC = false>
 int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % kBK || k < kBK) return -2;
@@ -790,8 +776,8 @@ int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs
     return -1;
   }
   if (!make_map(&mb, b, k, n, n)) return -1;
-  auto fn = cxr_kernel<kBS, kGS, kWrap, kMode, kPingPong, kSerial, kMC>;
-  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS) + (kMode == 3 ? kGS * 256 : 0) + (kMode == 4 ? 512 : 0);
+  auto fn = cxr_kernel<kBS, kGS, kWrap, kMode, kSerial, kMC>;
+  constexpr int smem = (kBS + kGS) * kBK * 256 * 2 + 1024 + 16 * (kBS + kGS) + (kMode == 3 ? kGS * 256 : 0);
   static bool attr = false;
   if (!attr) {
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -831,14 +817,13 @@ extern "C" {
 // column (k-block mod 12)·64 (an L2-resident diagnostic: no DRAM stream). 8-10, 13 (cxp) and 14
 // (cxr, rings 3 × B and 4 × g/x̂) lost and were removed: git 4c2ca2b; 15 (cxr-nob) and 16
 // (cxr-hoist): git 8acb515. 15th session: 17 = cxr-h2 (the build in bf16x2 arithmetic); 18 =
-// cxrt-h2 (dW's side: C = Gᵀ·B, g and x̂ given [K, M], rstd/m [6, K]; bf16x2); 19 = cxr-h2-pp (17 with
-// the consumers' wgmma in ping-pong order); 20 = cxrt-h2s (18 with the per-token scalars from shared
-// memory, filled by warp 1); 21 = cxr-h2-serial (17 with wgmma i waited before the next build: a
-// diagnostic); 22 = w256-s4 with the side job (the whole Q/K norm of `rows` rows on warps 1-3,
-// wp_set_side), 23 = the side job alone; 24, 25 = 17, 20 with rings of 3 B and 4 g/x̂ stages (a
-// g/x̂ stage is now held until the next wgmma's issue); 26 = cxr-h2-wsm (17 with w from shared
-// memory); 27 = w256-s4 with A L2-resident, 28 = 27 with the side job; 29, 30 = 17, 20 in
-// clusters of 2 with B multicast (kMC). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// cxrt-h2 (dW's side: C = Gᵀ·B, g and x̂ given [K, M], rstd/m [6, K]; bf16x2); 20 = cxrt-h2s (18
+// with the per-token scalars from shared memory, filled by warp 1); 21 = cxr-h2-serial (17 with
+// wgmma i waited before the next build: a diagnostic); 22 = w256-s4 with the side job (the whole
+// Q/K norm of `rows` rows on warps 1-3, wp_set_side), 23 = the side job alone; 27 = w256-s4 with A
+// L2-resident, 28 = 27 with the side job; 29, 30 = 17, 20 in clusters of 2 with B multicast (kMC).
+// 19 (ping-pong), 24, 25 (3 B / 4 g/x̂ stages) and 26 (w from shared memory) lost and were removed
+// (see the cxr kernel's comment). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
 void wp_set_side(const void* g, const void* x, const void* rs, const void* w, void* out, int rows) {
   wp::g_side = wp::SideArgs{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
                             reinterpret_cast<const float*>(rs), reinterpret_cast<const __nv_bfloat16*>(w),
@@ -864,17 +849,13 @@ int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, 
     case 17: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1>(a, b, c, m, n, k, xa, s) : -2;
     case 18: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 2>(a, b, c, m, n, k, xa, s) : -2;
     case 20: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 3>(a, b, c, m, n, k, xa, s) : -2;
-    case 21: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, false, true>(a, b, c, m, n, k, xa, s) : -2;
+    case 21: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, true>(a, b, c, m, n, k, xa, s) : -2;
     case 22: return wp::g_side.rows > 0 ? wp::launch<256, 4, false, false, false, 1>(a, b, c, m, n, k, xa, s) : -2;
     case 23: return wp::g_side.rows > 0 ? wp::launch<256, 4, false, false, false, 2>(a, b, c, m, n, k, xa, s) : -2;
-    case 24: return (x && w && rs && mm) ? wp::launch_cxr<3, 4, 0, 1>(a, b, c, m, n, k, xa, s) : -2;
-    case 25: return (x && w && rs && mm) ? wp::launch_cxr<3, 4, 0, 3>(a, b, c, m, n, k, xa, s) : -2;
-    case 26: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 4>(a, b, c, m, n, k, xa, s) : -2;
     case 27: return wp::launch<256, 4, false, false, false, 3>(a, b, c, m, n, k, xa, s);
     case 28: return wp::g_side.rows > 0 ? wp::launch<256, 4, false, false, false, 4>(a, b, c, m, n, k, xa, s) : -2;
-    case 29: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
-    case 30: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 3, false, false, true>(a, b, c, m, n, k, xa, s) : -2;
-    case 19: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, true>(a, b, c, m, n, k, xa, s) : -2;
+    case 29: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 1, false, true>(a, b, c, m, n, k, xa, s) : -2;
+    case 30: return (x && w && rs && mm) ? wp::launch_cxr<4, 3, 0, 3, false, true>(a, b, c, m, n, k, xa, s) : -2;
     default: return -2;
   }
 }

@@ -15,12 +15,14 @@ session: w256-cxr (each consumer thread builds its A fragments in registers, wgm
 and w256-cxr-l2 (the same with g/x̂ L2-resident); checks add the error left after the output's own
 bf16 rounding and, at K = 1536, the kernel's G itself element by element. 15th session:
 w256-cxr-h2 (cxr's build in bf16x2 arithmetic: not the definition's fp32 arithmetic, so it is held
-to the registry's tolerance, kernels/harness/correctness.py, instead of the bitwise G) and
-w256-cxrt-h2 (dW's side, C = Gᵀ·B with g and x̂ given [K, M] and rstd/m [6, K], beside cuBLAS's
-Aᵀ·B, "cublas_t"), w256-cxr-h2-pp (cxr-h2 with the two consumers' wgmma in ping-pong order), w256-cxrt-h2s (cxrt-h2 with the per-token scalars
-from shared memory), w256-s4-side (the skeleton with the whole Q/K norm of 10·K rows of 256 — row
-statistics included — streamed by warps 1-3 of each CTA beside it, G written to global memory)
-and side-only (that stream alone on the same warps, no GEMM).
+to the registry's tolerance, kernels/harness/correctness.py, instead of the bitwise G),
+w256-cxrt-h2 and w256-cxrt-h2s (dW's side, C = Gᵀ·B with g and x̂ given [K, M] and rstd/m [6, K],
+the per-token scalars from L1, or from shared memory filled by warp 1; beside cuBLAS's Aᵀ·B,
+"cublas_t"), w256-cxr-h2-ser (a diagnostic: no build under a running wgmma), w256-s4-side (the
+skeleton with the whole Q/K norm of 10·K rows of 256 — row statistics included — streamed by
+warps 1-3 of each CTA beside it, G written to global memory), side-only (that stream alone),
+w256-s4-l2 and w256-s4-l2-side (the same with the skeleton's A L2-resident), and w256-cxr-h2-mc,
+w256-cxrt-h2s-mc (2-CTA clusters, B multicast).
 --variants 0,7,11 picks a subset. Lab only.
 """
 
@@ -49,22 +51,18 @@ VARIANTS = {
     12: "w256-cxr-l2",
     17: "w256-cxr-h2",
     18: "w256-cxrt-h2",
-    19: "w256-cxr-h2-pp",
     20: "w256-cxrt-h2s",
     21: "w256-cxr-h2-ser",
     22: "w256-s4-side",
     23: "side-only",
-    24: "w256-cxr-h2-g4",
-    25: "w256-cxrt-h2s-g4",
-    26: "w256-cxr-h2-wsm",
     27: "w256-s4-l2",
     28: "w256-s4-l2-side",
     29: "w256-cxr-h2-mc",
     30: "w256-cxrt-h2s-mc",
 }
-XFORM = (6, 7, 11, 12, 17, 18, 19, 20, 21, 24, 25, 26, 29, 30)  # C = G·B (18: Gᵀ·B) with G made in the kernel
-BF16_ARITH = (17, 18, 19, 20, 21, 24, 25, 26, 29, 30)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
-TRANSPOSED = (18, 20, 25, 30)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
+XFORM = (6, 7, 11, 12, 17, 18, 20, 21, 29, 30)  # C = G·B (18: Gᵀ·B) with G made in the kernel
+BF16_ARITH = (17, 18, 20, 21, 29, 30)  # G in bf16x2 arithmetic: the registry's tolerance, not bitwise G
+TRANSPOSED = (18, 20, 30)  # A = Gᵀ: g, x̂ as [K, M], rstd/m as [6, K]
 SIDE = (22, 23, 28)  # the norm streamed beside the GEMM (wp_set_side); 23: no GEMM
 SIDE_ROWS_PER_K = 10  # side rows per unit of K: ~1.5 TB/s at the skeleton's rate (the real op: ~1.35)
 XIN = XFORM  # variants that take x̂, w, rstd, m
