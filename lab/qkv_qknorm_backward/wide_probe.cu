@@ -419,8 +419,9 @@ int launch(const void* a, const void* b, void* c, int m, int n, int k, XArgs xa,
 // its A fragments of k-block i + 1 in registers (ldmatrix of g and x̂, the transform, bf16x2) and
 // issues wgmma with A from registers (the 10th session's rs, on the wide tile: there a 128×128
 // k-block's 0.26 µs of wgmma could not cover the ~0.5 µs build; here one wide k-block is ~0.68).
-// Rings: g + x̂ (32 KiB a stage, kGS) freed as soon as the fragments are built, B (32 KiB, kBS)
-// freed when wgmma i − 1 is done. rstd/m: each thread's own 2 rows, read (L1) at build time.
+// Rings: g + x̂ (32 KiB a stage, kGS) freed once the wgmma that reads the fragments built from it
+// is issued (15th session; the 14th freed it right after the build, which raced: see the step),
+// B (32 KiB, kBS) freed when wgmma i − 1 is done. rstd/m: each thread's own 2 rows, read (L1) at build time.
 // Shared-memory bytes per wide k-block: 64 KiB in + 32 KiB by ldmatrix + 64 KiB of B to the
 // wgmma = 160 KiB (cxp, G written back in place, 192; cxp lost, 1.185 µs per wide k-block on an
 // H200 against cxform's 1.090 and cxr's 0.965: its code is at git 4c2ca2b).
@@ -600,7 +601,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* bempty = bfull + kBS;
   uint64_t* gfull = bempty + kBS;
   uint64_t* gempty = gfull + kGS;
-  uint2* slots = reinterpret_cast<uint2*>(gempty + kGS);  // kMode 3: 32 (rs, −m) pairs per g stage; 4: w
+  uint2* slots = reinterpret_cast<uint2*>(gempty + kGS);  // kMode 3: 32 (rs, −m) pairs per g stage
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
   const int ntn = n / kN;
   const uint32_t rank = kMC ? cluster_ctarank() : 0;
