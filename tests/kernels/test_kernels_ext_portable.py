@@ -4,27 +4,15 @@ checks; its registration declares the architectures it is built for."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from kernels.ops.qkv_qknorm_backward import ext_portable
+from tests.kernels.sass_release import cuobjdump
 from tests.kernels.sm90 import nvcc
-
-
-def _cuobjdump() -> str | None:
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    spec = importlib.util.find_spec("nvidia")  # the nvidia-cuda-cuobjdump wheel (dev extra)
-    for root in (spec.submodule_search_locations if spec else []) or []:
-        for candidate in Path(root).glob("cu*/bin/cuobjdump"):
-            return str(candidate)
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +29,7 @@ def library(tmp_path_factory) -> Path:
 
 
 def test_library_holds_sm90a_sm100a_and_sm120_cubins(library):
-    tool = _cuobjdump()
+    tool = cuobjdump()
     assert tool is not None, "cuobjdump missing: `make setup-dev` installs nvidia-cuda-cuobjdump"
     out = subprocess.run([tool, "--list-elf", str(library)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
