@@ -121,6 +121,8 @@ struct SideArgs {
   const __nv_bfloat16* w;  // [256]
   __nv_bfloat16* out;      // [rows, 256]
   int rows;
+  int ld = 256;            // row stride of g, x and out (elements)
+  int rs_ld = 1;           // stride of rs between rows
 };
 SideArgs g_side{};  // host: set by wp_set_side before a kSide launch
 
@@ -135,9 +137,9 @@ __device__ __forceinline__ void side_rows(const SideArgs& sa, int r0, int r1, in
 #pragma unroll
     for (int u = 0; u < kSideUnroll; ++u) {
       const int row = min(r + u, r1 - 1);
-      g[u] = __ldg(reinterpret_cast<const uint4*>(sa.g + static_cast<size_t>(row) * 256) + lane);
-      x[u] = __ldg(reinterpret_cast<const uint4*>(sa.x + static_cast<size_t>(row) * 256) + lane);
-      rs[u] = __ldg(sa.rs + row);
+      g[u] = __ldg(reinterpret_cast<const uint4*>(sa.g + static_cast<size_t>(row) * sa.ld) + lane);
+      x[u] = __ldg(reinterpret_cast<const uint4*>(sa.x + static_cast<size_t>(row) * sa.ld) + lane);
+      rs[u] = __ldg(sa.rs + static_cast<size_t>(row) * sa.rs_ld);
     }
 #pragma unroll
     for (int u = 0; u < kSideUnroll; ++u) {
@@ -156,7 +158,7 @@ __device__ __forceinline__ void side_rows(const SideArgs& sa, int r0, int r1, in
 #pragma unroll
       for (int e = 0; e < 8; ++e) o8[e] = rs[u] * (gf[e] - m * xf[e]);
       if (r + u < r1)
-        reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(r + u) * 256)[lane] =
+        reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(r + u) * sa.ld)[lane] =
             make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]),
                        pack_bf16x2(o8[6], o8[7]));
     }
@@ -807,6 +809,159 @@ int launch_cxr(const void* a, const void* b, void* c, int m, int n, int k, XArgs
   return cudaGetLastError();
 }
 
+
+// 15th session, after the calls (written, not yet run): `dep`, the side design in its own
+// dependency structure. The norm warps (warps 1-3) of the row block's CTAs make its G — CTA n-tile
+// j the heads j, j + N/256, … — into a G buffer in global memory and count each finished unit
+// (128 rows × one head) in `ready`; the producer warp waits for a head's count (3: every norm
+// warp) before its TMA loads of that head's 4 k-blocks; the consumers are the SS skeleton's. G
+// goes through L2 between the warp that writes it and the GEMM that reads it. With N = 1536 a
+// row block's 6 CTAs share its G, as dX (N = 640) and dW share the real op's. Every CTA waits on
+// others': the grid must be resident at once (≤ one CTA per SM; the launch checks).
+struct DepArgs {
+  const __nv_bfloat16* g;  // [M, K]
+  const __nv_bfloat16* x;  // [M, K] (x̂)
+  const __nv_bfloat16* w;  // [256]
+  const float* rs;         // [M, K / 256]
+  __nv_bfloat16* G;        // [M, K]: written by the norm warps, read by the GEMM (map_a)
+  int* ready;              // [M / 128, K / 256], zero at launch
+};
+
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_release_gpu_add(int* p, int v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// Between generic-proxy writes of G and the async proxy's (TMA's) reads of it.
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
+
+// The m64n256 accumulators of one consumer warpgroup to C (bf16), rows row0.. of its 64.
+__device__ __forceinline__ void store_acc256(__nv_bfloat16* c, const float (&acc)[128], int row, int col, int n) {
+#pragma unroll
+  for (int j = 0; j < 32; ++j) {
+    *reinterpret_cast<uint32_t*>(c + static_cast<size_t>(row) * n + col + 8 * j) = pack_bf16x2(acc[4 * j], acc[4 * j + 1]);
+    *reinterpret_cast<uint32_t*>(c + static_cast<size_t>(row + 8) * n + col + 8 * j) =
+        pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]);
+  }
+}
+
+// kNorm = false: the same kernel reading a G made beforehand (no waits): its skeleton, same shape.
+template <bool kNorm>
+__global__ void __launch_bounds__(kThreads, 1)
+    dep_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+               __nv_bfloat16* __restrict__ c, int n, int k, DepArgs da) {
+  constexpr int kN = 256, kStages = 4;
+  constexpr int kBBytes = kBK * kN * 2;
+  constexpr int kStageBytes = kABytes + kBBytes;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kStages * kStageBytes);
+  uint64_t* empty = full + kStages;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp >> 2;
+  const int ntn = n / kN, heads = k / 256;
+  const int mt = blockIdx.x / ntn, nt = blockIdx.x % ntn;
+  const int m0 = mt * kBM, n0 = nt * kN;
+  const int nk = k / kBK;
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], 8);
+    }
+    fence_barrier_init();
+    tma_prefetch_desc(&map_a);
+    tma_prefetch_desc(&map_b);
+  }
+  __syncthreads();
+  if (wg == 0) {
+    setmaxnreg_dec<104>();
+    if (warp == 0) {
+      if (lane == 0) {
+        RingPos<kStages> pos;
+        for (int kb = 0; kb < nk; ++kb) {
+          if (kNorm && (kb & 3) == 0) {  // a new head: wait until its G rows are all written
+            const int* count = da.ready + mt * heads + (kb >> 2);
+            while (ld_acquire_gpu(count) < 3) __nanosleep(64);
+            fence_proxy_async_global();
+          }
+          ring_acquire(full, empty, pos, kStageBytes);
+          uint8_t* st = smem + pos.stage * kStageBytes;
+          tma_load_2d(st, &map_a, &full[pos.stage], kb * kBK, m0);
+          tma_load_2d(st + kBoxBytes, &map_a, &full[pos.stage], kb * kBK, m0 + 64);
+#pragma unroll
+          for (int j = 0; j < kN / 64; ++j)
+            tma_load_2d(st + kABytes + j * kBoxBytes, &map_b, &full[pos.stage], n0 + 64 * j, kb * kBK);
+          pos.advance();
+        }
+      }
+    } else if (kNorm) {
+      for (int h = nt; h < heads; h += ntn) {  // this CTA's share of its row block's heads
+        SideArgs sa;
+        sa.g = da.g + h * 256;
+        sa.x = da.x + h * 256;
+        sa.rs = da.rs + h;
+        sa.w = da.w;
+        sa.out = da.G + h * 256;
+        sa.rows = kBM;
+        sa.ld = k;
+        sa.rs_ld = heads;
+        side_rows(sa, m0, m0 + kBM, warp - 1, 3, lane);
+        fence_proxy_async_global();
+        __threadfence();
+        __syncwarp();
+        if (lane == 0) red_release_gpu_add(da.ready + mt * heads + h, 1);
+      }
+    }
+  } else {
+    setmaxnreg_inc<200>();
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    RingPos<kStages> pos;
+    int prev = -1;
+    for (int kb = 0; kb < nk; ++kb) {
+      mbar_wait(&full[pos.stage], pos.phase);
+      const uint32_t st = smem_u32(smem + pos.stage * kStageBytes);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks)
+        wgmma_m64n256k16_w<0, 1>(acc, make_desc_sw128(st + (wg - 1) * kBoxBytes + ks * 32, 16, 1024),
+                                 make_desc_sw128(st + kABytes + ks * 2048, kBoxBytes, 1024), 1);
+      wgmma_commit();
+      wgmma_wait<1>();
+      if (prev >= 0 && lane == 0) mbar_arrive(&empty[prev]);
+      prev = pos.stage;
+      pos.advance();
+    }
+    wgmma_wait<0>();
+    store_acc256(c, acc, m0 + (wg - 1) * 64 + (warp & 3) * 16 + (lane >> 2), n0 + (lane & 3) * 2, n);
+  }
+}
+
+template <bool kNorm>
+int launch_dep(const void* g_buf, const void* b, void* c, int m, int n, int k, DepArgs da, cudaStream_t stream) {
+  if (m % kBM || n % 256 || k % 256) return -2;
+  const int grid = (m / kBM) * (n / 256);
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return -1;
+  if (kNorm && grid > sms) return -2;  // CTAs wait on each other: all resident at once
+  CUtensorMap ma, mb;
+  if (!make_map(&ma, g_buf, m, k, k) || !make_map(&mb, b, k, n, n)) return -1;
+  auto fn = dep_kernel<kNorm>;
+  constexpr int smem = 4 * (kABytes + kBK * 256 * 2) + 1024 + 64;
+  static bool attr = false;
+  if (!attr) {
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return e;
+    attr = true;
+  }
+  fn<<<grid, kThreads, smem, stream>>>(ma, mb, reinterpret_cast<__nv_bfloat16*>(c), n, k, da);
+  return cudaGetLastError();
+}
+
 }  // namespace wp
 
 extern "C" {
@@ -825,10 +980,23 @@ extern "C" {
 // L2-resident, 28 = 27 with the side job; 29, 30 = 17, 20 in clusters of 2 with B multicast (kMC).
 // 19 (ping-pong), 24, 25 (3 B / 4 g/x̂ stages) and 26 (w from shared memory) lost and were removed
 // (see the cxr kernel's comment). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
+// dep (15th session, not yet run): norm = 1: the norm warps make G (into `G`) from g, x̂, w, rs
+// while the GEMM C = G·B reads it, `ready` ([M/128, K/256] int32) zeroed by the caller before each
+// launch; norm = 0: C = G·B from a G made beforehand (same kernel, no norm, no waits).
+int wp_dep_launch(int norm, void* G, const void* b, void* c, int m, int n, int k, const void* g, const void* x,
+                  const void* w, const void* rs, void* ready, void* stream) {
+  const wp::DepArgs da{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
+                       reinterpret_cast<const __nv_bfloat16*>(w), reinterpret_cast<const float*>(rs),
+                       reinterpret_cast<__nv_bfloat16*>(G), reinterpret_cast<int*>(ready)};
+  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+  if (norm) return (g && x && w && rs && ready) ? wp::launch_dep<true>(G, b, c, m, n, k, da, s) : -2;
+  return wp::launch_dep<false>(G, b, c, m, n, k, da, s);
+}
+
 void wp_set_side(const void* g, const void* x, const void* rs, const void* w, void* out, int rows) {
   wp::g_side = wp::SideArgs{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
                             reinterpret_cast<const float*>(rs), reinterpret_cast<const __nv_bfloat16*>(w),
-                            reinterpret_cast<__nv_bfloat16*>(out), rows};
+                            reinterpret_cast<__nv_bfloat16*>(out), rows, 256, 1};
 }
 
 int wp_launch(int variant, const void* a, const void* b, void* c, int m, int n, int k, const void* x, const void* w,
