@@ -437,6 +437,16 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&d)[4], const void* row) {
                : "r"(smem_u32(row)));
 }
 
+// 15th session: kH2 = cxr-h2, the build in bf16x2 arithmetic. Per fragment pair 3 instructions —
+// ĝ = g + g·w (one FMA, rounded once, as before), u = ĝ − m·x̂ (one FMA, rounded once), G = rs·u
+// (an FMA with −0: a multiply, rounded once) — where cxr unpacks to fp32 (2 FFMA + 2 FMUL, 4
+// shifts, one F2FP per pair, ~10). rs and −m are rounded to bf16 once per k-block. Not the
+// definition's fp32 arithmetic: G differs from it by ~1-2 bf16 ulp where cxr's is bitwise but for
+// 47-50 elements; the registry's tolerance (harness/correctness.py) is the test of it.
+__device__ __forceinline__ uint32_t bcast_bf16x2(float v) { return pack_bf16x2(v, v); }
+__device__ __forceinline__ uint32_t hmul2_bf16(uint32_t a, uint32_t b) { return hfma2_bf16(a, b, 0x80008000u); }
+
+template <bool kH2>
 __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox, int m0h, int kb,
                                             int wq, int lane, const XArgs& xa) {
   const int head = (kb >> 2) % 6;
@@ -446,6 +456,8 @@ __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* 
                        __ldg(xa.rs + static_cast<size_t>(m0h + ra + 8) * 6 + head)};
   const float mm[2] = {__ldg(xa.mm + static_cast<size_t>(m0h + ra) * 6 + head),
                        __ldg(xa.mm + static_cast<size_t>(m0h + ra + 8) * 6 + head)};
+  const uint32_t rs2[2] = {bcast_bf16x2(rs[0]), bcast_bf16x2(rs[1])};  // kH2
+  const uint32_t nm2[2] = {bcast_bf16x2(-mm[0]), bcast_bf16x2(-mm[1])};
   const int li = lane & 7, lj = lane >> 3;
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
@@ -459,45 +471,13 @@ __device__ __forceinline__ void build_frags(uint32_t (&f)[4][4], const uint8_t* 
       const int d = d0 + 16 * ks + 8 * (q >> 1) + 2 * (lane & 3);
       const uint32_t w2 = __ldg(reinterpret_cast<const unsigned int*>(xa.w + d));
       const uint32_t gh = hfma2_bf16(g[q], w2, g[q]);
-      const float g0 = __uint_as_float(gh << 16), g1 = __uint_as_float(gh & 0xffff0000u);
-      const float x0 = __uint_as_float(x[q] << 16), x1 = __uint_as_float(x[q] & 0xffff0000u);
-      f[ks][q] = pack_bf16x2(rs[q & 1] * (g0 - mm[q & 1] * x0), rs[q & 1] * (g1 - mm[q & 1] * x1));
-    }
-  }
-}
-
-// 15th session: the build in bf16x2 arithmetic (cxr-h2). Per fragment pair 3 instructions —
-// ĝ = g + g·w (one FMA, rounded once, as before), u = ĝ − m·x̂ (one FMA, rounded once), G = rs·u
-// (an FMA with −0: a multiply, rounded once) — where cxr unpacks to fp32 (2 FFMA + 2 FMUL, 4
-// shifts, one F2FP per pair, ~10). rs and −m are rounded to bf16 once per k-block. Not the
-// definition's fp32 arithmetic: G differs from it by ~1-2 bf16 ulp where cxr's is bitwise but for
-// 47-50 elements; the registry's tolerance (harness/correctness.py) is the test of it.
-__device__ __forceinline__ uint32_t bcast_bf16x2(float v) { return pack_bf16x2(v, v); }
-__device__ __forceinline__ uint32_t hmul2_bf16(uint32_t a, uint32_t b) { return hfma2_bf16(a, b, 0x80008000u); }
-
-__device__ __forceinline__ void build_frags_h2(uint32_t (&f)[4][4], const uint8_t* gbox, const uint8_t* xbox, int m0h,
-                                               int kb, int wq, int lane, const XArgs& xa) {
-  const int head = (kb >> 2) % 6;
-  const int d0 = (kb & 3) * 64;
-  const int ra = 16 * wq + (lane >> 2);
-  const uint32_t rs2[2] = {bcast_bf16x2(__ldg(xa.rs + static_cast<size_t>(m0h + ra) * 6 + head)),
-                           bcast_bf16x2(__ldg(xa.rs + static_cast<size_t>(m0h + ra + 8) * 6 + head))};
-  const uint32_t nm2[2] = {bcast_bf16x2(-__ldg(xa.mm + static_cast<size_t>(m0h + ra) * 6 + head)),
-                           bcast_bf16x2(-__ldg(xa.mm + static_cast<size_t>(m0h + ra + 8) * 6 + head))};
-  const int li = lane & 7, lj = lane >> 3;
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks) {
-    const int r = 16 * wq + li + 8 * (lj & 1);
-    const int off = r * 128 + (((2 * ks + (lj >> 1)) ^ (r & 7)) << 4);
-    uint32_t g[4], x[4];
-    ldmatrix_x4(g, gbox + off);
-    ldmatrix_x4(x, xbox + off);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int d = d0 + 16 * ks + 8 * (q >> 1) + 2 * (lane & 3);
-      const uint32_t w2 = __ldg(reinterpret_cast<const unsigned int*>(xa.w + d));
-      const uint32_t gh = hfma2_bf16(g[q], w2, g[q]);
-      f[ks][q] = hmul2_bf16(rs2[q & 1], hfma2_bf16(nm2[q & 1], x[q], gh));
+      if constexpr (kH2) {
+        f[ks][q] = hmul2_bf16(rs2[q & 1], hfma2_bf16(nm2[q & 1], x[q], gh));
+      } else {
+        const float g0 = __uint_as_float(gh << 16), g1 = __uint_as_float(gh & 0xffff0000u);
+        const float x0 = __uint_as_float(x[q] << 16), x1 = __uint_as_float(x[q] & 0xffff0000u);
+        f[ks][q] = pack_bf16x2(rs[q & 1] * (g0 - mm[q & 1] * x0), rs[q & 1] * (g1 - mm[q & 1] * x1));
+      }
     }
   }
 }
@@ -703,9 +683,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_wait(&gfull[gpos.stage], gpos.phase);
       const uint8_t* gs = gsmem + gpos.stage * kGXBytes;
       if constexpr (kMode == 0) {
-        build_frags(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
+        build_frags<false>(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
       } else if constexpr (kMode == 1) {
-        build_frags_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
+        build_frags<true>(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, m0h, kb, wq, lane, xa);
       } else if constexpr (kMode == 2) {
         build_frags_t_h2(f, gs + h * kBoxBytes, gs + kABytes + h * kBoxBytes, rs_h, mm_h, nullptr, w2t, kb, wq, lane);
       } else {
