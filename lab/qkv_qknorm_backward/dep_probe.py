@@ -30,13 +30,9 @@ SHAPES = [(2816, 1536, 1536), (2816, 1536, 8192)]
 
 
 def reference_g(torch, g, x, w, rs):
+    """G [M, K] of g, x̂ [M, K] and rstd [M, K / 256]: wide_probe's reference of each (row, head)."""
     m_, k = g.shape
-    heads = k // 256
-    gf = g.float().view(m_, heads, 256)
-    gh = (gf * w.float() + gf).to(torch.bfloat16).float()
-    xf = x.float().view(m_, heads, 256)
-    mm = (gh * xf).mean(dim=-1, keepdim=True)
-    return (rs.view(m_, heads, 1) * (gh - mm * xf)).to(torch.bfloat16).view(m_, k)
+    return wide_probe.norm_reference(torch, g.view(-1, 256), x.view(-1, 256), w, rs.reshape(-1)).view(m_, k)
 
 
 def main() -> int:

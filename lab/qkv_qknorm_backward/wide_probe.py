@@ -125,13 +125,19 @@ def set_side(lib, sd):
     lib.wp_set_side(*(sd[key].data_ptr() for key in ("g", "x", "rs", "w", "out")), sd["g"].shape[0])
 
 
+def norm_reference(torch, g, x, w, rs):
+    """The definition's G of rows of 256 (bf16 g, x̂ [rows, 256], w [256], rstd [rows]), m included,
+    in fp32 then rounded: bf16(rs·(ĝ − m·x̂)), ĝ = bf16(g + g·w), m = mean(ĝ·x̂)."""
+    gf = g.float()
+    gh = (gf * w.float() + gf).to(torch.bfloat16).float()
+    xf = x.float()
+    m = (gh * xf).mean(dim=-1, keepdim=True)
+    return (rs[:, None] * (gh - m * xf)).to(torch.bfloat16)
+
+
 def side_check(torch, sd):
     """The side job's G against the definition in fp32 (m by torch's sum: a different order)."""
-    gf = sd["g"].float()
-    gh = (gf * sd["w"].float() + gf).to(torch.bfloat16).float()
-    xf = sd["x"].float()
-    m = (gh * xf).mean(dim=-1, keepdim=True)
-    ref = (sd["rs"][:, None] * (gh - m * xf)).to(torch.bfloat16).float()
+    ref = norm_reference(torch, sd["g"], sd["x"], sd["w"], sd["rs"]).float()
     out = sd["out"].float()
     if not bool(torch.isfinite(out).all()):
         return {"side_finite": False, "side_passed": False}
@@ -203,16 +209,6 @@ def main() -> int:
                 "mm_": 0.1 * torch.randn(m, 6, device="cuda", generator=gen_),
             }
 
-        def g_of_t(a_, x_, w_, rs_, mm_, m=m):
-            # G as [K, M] (column c in head (c // 256) mod 6), returned transposed: [M, K], C = that · B
-            col = torch.arange(m, device="cuda")
-            head = (col // 256) % 6
-            d = col % 256
-            gf = a_.float()
-            gh = (gf * w_.float()[d] + gf).to(torch.bfloat16).float()
-            rs_t, mm_t = rs_.t()[:, head], mm_.t()[:, head]  # [K, M]
-            return (rs_t * (gh - mm_t * x_.float())).to(torch.bfloat16).t()
-
         def g_of(a_, x_, w_, rs_, mm_, k=k):
             col = torch.arange(k, device="cuda")
             head = (col // 256) % 6
@@ -248,7 +244,8 @@ def main() -> int:
                     cols = torch.arange(k, device="cuda") % (64 * WRAP[v])
                     a_eff = g_of(a2[:, cols], **{**xi, "x_": xi["x_"][:, cols]}) if v in XFORM else a2[:, cols]
                 elif tr:
-                    a_eff = g_of_t(a2, **xi)  # [M, K]
+                    # G made as [K, M] (rows: tokens; column c in head (c // 256) mod 6), then [M, K]
+                    a_eff = g_of(a2, xi["x_"], xi["w_"], xi["rs_"].t(), xi["mm_"].t(), k=m).t()
                 else:
                     a_eff = g_of(a2, **xi) if v in XFORM else a2
                 r2 = a_eff.float() @ b2.float()
