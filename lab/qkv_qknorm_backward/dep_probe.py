@@ -1,4 +1,4 @@
-"""Issue 28, 15th session (written after the session's calls, not yet run): wide_probe.cu's `dep`
+"""Issue 28, 15th session (written after its calls; first run in the 16th): wide_probe.cu's `dep`
 kernel — the norm made by warps beside the GEMM and read back by the same kernel through L2.
 
   python lab/qkv_qknorm_backward/dep_probe.py OUT.json [--samples 50]
@@ -27,6 +27,11 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import wide_probe  # noqa: E402  (the same library: wide_probe.cu)
 
 SHAPES = [(2816, 1536, 1536), (2816, 1536, 8192)]
+# wp_dep_launch's `norm` argument: 0 the kernel on a G made beforehand; 1 the 15th session's `dep`
+# (CTA j of a row block makes its heads j, j + 6, …; 4 rows in flight per norm warp); 16th
+# session: 2 = 1 with 8 rows in flight; 3 = every CTA makes 1/6 of the rows of every head, in the
+# order they are read; 4 = 3 with 8 rows in flight.
+VARIANTS = {"dep-pre": 0, "dep": 1, "dep-u8": 2, "dep-rows": 3, "dep-rows-u8": 4}
 
 
 def reference_g(torch, g, x, w, rs):
@@ -76,9 +81,11 @@ def main() -> int:
             gref = reference_g(torch, t["g"], t["x"], t["w"], t["rs"])
             ref = gref.float() @ t["b"].float()
             rms = float(ref.pow(2).mean().sqrt())
-            for norm, name in ((1, "dep"), (0, "dep-pre")):
+            for name, norm in VARIANTS.items():
                 if norm == 0:
                     t["G"].copy_(gref)
+                else:  # the kernel must write every element of G itself
+                    t["G"].fill_(float("nan"))
                 t["ready"].zero_()
                 c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
                 launch(norm, t, c)
@@ -115,7 +122,7 @@ def main() -> int:
                                warmups=10, samples=samples, flush=flush)  # fmt: skip
         row["cublas"] = timing.stats(ts)["median"] / 1e3
         t["G"].copy_(gref)
-        for norm, name in ((0, "dep-pre"), (1, "dep")):
+        for name, norm in VARIANTS.items():
 
             def fn(ready, c, norm=norm, t=t):
                 ready.zero_()
@@ -124,12 +131,12 @@ def main() -> int:
             ts = timing.time_graph(fn, {"ready": t["ready"], "c": c}, warmups=10, samples=samples, flush=flush)
             row[name] = timing.stats(ts)["median"] / 1e3
         result["timing"].append(row)
-        print(f"time {m}x{n}x{k}: " + "  ".join(f"{key} {row[key]:.2f} µs" for key in ("cublas", "dep-pre", "dep")))
+        print(f"time {m}x{n}x{k}: " + "  ".join(f"{key} {row[key]:.2f} µs" for key in ("cublas", *VARIANTS)))
     t0, t1 = result["timing"]
     dk = (t1["K"] - t0["K"]) // 64
-    result["period_us"] = {key: (t1[key] - t0[key]) / dk for key in ("cublas", "dep-pre", "dep")}
+    result["period_us"] = {key: (t1[key] - t0[key]) / dk for key in ("cublas", *VARIANTS)}
     for key, v in result["period_us"].items():
-        print(f"period {key:8s}: {v:.3f} µs per 64-deep step (one wide k-block per SM)")
+        print(f"period {key:12s}: {v:.3f} µs per 64-deep step (one wide k-block per SM)")
     result["all_passed"] = ok_all
     print("dep checks passed:", sum(c["passed"] for c in result["checks"]), "of", len(result["checks"]))
     json.dump(result, open(out, "w"), indent=1)

@@ -128,21 +128,23 @@ SideArgs g_side{};  // host: set by wp_set_side before a kSide launch
 
 constexpr int kSideUnroll = 4;  // rows in flight per warp
 
-// Rows [r0, r1) of the side job by `nw` warps (this one is sw): one row per warp step, 8 columns a lane.
+// Rows [r0, r1) of the side job by `nw` warps (this one is sw): kU rows per warp step (their loads
+// all issued first), 8 columns a lane.
+template <int kU = kSideUnroll>
 __device__ __forceinline__ void side_rows(const SideArgs& sa, int r0, int r1, int sw, int nw, int lane) {
   const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(sa.w) + lane);
-  for (int r = r0 + sw * kSideUnroll; r < r1; r += nw * kSideUnroll) {
-    uint4 g[kSideUnroll], x[kSideUnroll];
-    float rs[kSideUnroll];
+  for (int r = r0 + sw * kU; r < r1; r += nw * kU) {
+    uint4 g[kU], x[kU];
+    float rs[kU];
 #pragma unroll
-    for (int u = 0; u < kSideUnroll; ++u) {
+    for (int u = 0; u < kU; ++u) {
       const int row = min(r + u, r1 - 1);
       g[u] = __ldg(reinterpret_cast<const uint4*>(sa.g + static_cast<size_t>(row) * sa.ld) + lane);
       x[u] = __ldg(reinterpret_cast<const uint4*>(sa.x + static_cast<size_t>(row) * sa.ld) + lane);
       rs[u] = __ldg(sa.rs + static_cast<size_t>(row) * sa.rs_ld);
     }
 #pragma unroll
-    for (int u = 0; u < kSideUnroll; ++u) {
+    for (int u = 0; u < kU; ++u) {
       float gf[8], xf[8];
       unpack8(make_uint4(hfma2_bf16(g[u].x, w16.x, g[u].x), hfma2_bf16(g[u].y, w16.y, g[u].y),
                          hfma2_bf16(g[u].z, w16.z, g[u].z), hfma2_bf16(g[u].w, w16.w, g[u].w)),
@@ -829,7 +831,10 @@ __device__ __forceinline__ void store_acc256(__nv_bfloat16* c, const float (&acc
 }
 
 // kNorm = false: the same kernel reading a G made beforehand (no waits): its skeleton, same shape.
-template <bool kNorm>
+// 16th session: kRowSplit (each of the row block's CTAs makes 1/ntn of the rows of every head, so
+// head 0 is ready after 1/ntn of the time; a head's count reaches 3·ntn) and kUnroll (rows in
+// flight per norm warp): call 1 showed the norm warps' rate, not the GEMM, setting the pace.
+template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll>
 __global__ void __launch_bounds__(kThreads, 1)
     dep_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                __nv_bfloat16* __restrict__ c, int n, int k, DepArgs da) {
@@ -863,7 +868,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int kb = 0; kb < nk; ++kb) {
           if (kNorm && (kb & 3) == 0) {  // a new head: wait until its G rows are all written
             const int* count = da.ready + mt * heads + (kb >> 2);
-            while (ld_acquire_gpu(count) < 3) __nanosleep(64);
+            while (ld_acquire_gpu(count) < (kRowSplit ? 3 * ntn : 3)) __nanosleep(64);
             fence_proxy_async_global();
           }
           ring_acquire(full, empty, pos, kStageBytes);
@@ -877,7 +882,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     } else if (kNorm) {
-      for (int h = nt; h < heads; h += ntn) {  // this CTA's share of its row block's heads
+      // This CTA's share of its row block's G: every head in the order the GEMM reads them, rows
+      // [r0, r1) of each (kRowSplit), or the whole 128 rows of the heads nt, nt + ntn, …
+      const int r0 = kRowSplit ? m0 + nt * kBM / ntn : m0, r1 = kRowSplit ? m0 + (nt + 1) * kBM / ntn : m0 + kBM;
+      for (int h = kRowSplit ? 0 : nt; h < heads; h += kRowSplit ? 1 : ntn) {
         SideArgs sa;
         sa.g = da.g + h * 256;
         sa.x = da.x + h * 256;
@@ -887,7 +895,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         sa.rows = kBM;
         sa.ld = k;
         sa.rs_ld = heads;
-        side_rows(sa, m0, m0 + kBM, warp - 1, 3, lane);
+        side_rows<kUnroll>(sa, r0, r1, warp - 1, 3, lane);
         fence_proxy_async_global();
         __threadfence();
         __syncwarp();
@@ -920,7 +928,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <bool kNorm>
+template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll>
 int launch_dep(const void* g_buf, const void* b, void* c, int m, int n, int k, DepArgs da, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % 256) return -2;
   const int grid = (m / kBM) * (n / 256);
@@ -930,7 +938,7 @@ int launch_dep(const void* g_buf, const void* b, void* c, int m, int n, int k, D
   if (kNorm && grid > sms) return -2;  // CTAs wait on each other: all resident at once
   CUtensorMap ma, mb;
   if (!make_map(&ma, g_buf, m, k, k) || !make_map(&mb, b, k, n, n)) return -1;
-  auto fn = dep_kernel<kNorm>;
+  auto fn = dep_kernel<kNorm, kRowSplit, kUnroll>;
   constexpr int smem = 4 * (kABytes + kBK * 256 * 2) + 1024 + 64;
   static bool attr = false;
   if (!attr) {
@@ -960,17 +968,26 @@ extern "C" {
 // L2-resident, 28 = 27 with the side job; 29, 30 = 17, 20 in clusters of 2 with B multicast (kMC).
 // 19 (ping-pong), 24, 25 (3 B / 4 g/x̂ stages) and 26 (w from shared memory) lost and were removed
 // (see the cxr kernel's comment). Returns 0, a cudaError_t, -1 (tensor map) or -2 (shape).
-// dep (15th session, not yet run): norm = 1: the norm warps make G (into `G`) from g, x̂, w, rs
+// dep (15th session; run in the 16th): norm = 1: the norm warps make G (into `G`) from g, x̂, w, rs
 // while the GEMM C = G·B reads it, `ready` ([M/128, K/256] int32) zeroed by the caller before each
-// launch; norm = 0: C = G·B from a G made beforehand (same kernel, no norm, no waits).
+// launch; norm = 0: C = G·B from a G made beforehand (same kernel, no norm, no waits). 16th
+// session: 2 = 1 with 8 rows in flight per norm warp; 3 = rows split across the row block's CTAs;
+// 4 = 3 with 8 rows in flight.
 int wp_dep_launch(int norm, void* G, const void* b, void* c, int m, int n, int k, const void* g, const void* x,
                   const void* w, const void* rs, void* ready, void* stream) {
   const wp::DepArgs da{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
                        reinterpret_cast<const __nv_bfloat16*>(w), reinterpret_cast<const float*>(rs),
                        reinterpret_cast<__nv_bfloat16*>(G), reinterpret_cast<int*>(ready)};
   cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  if (norm) return (g && x && w && rs && ready) ? wp::launch_dep<true>(G, b, c, m, n, k, da, s) : -2;
-  return wp::launch_dep<false>(G, b, c, m, n, k, da, s);
+  if (norm && !(g && x && w && rs && ready)) return -2;
+  switch (norm) {
+    case 0: return wp::launch_dep<false>(G, b, c, m, n, k, da, s);
+    case 1: return wp::launch_dep<true>(G, b, c, m, n, k, da, s);
+    case 2: return wp::launch_dep<true, false, 8>(G, b, c, m, n, k, da, s);
+    case 3: return wp::launch_dep<true, true>(G, b, c, m, n, k, da, s);
+    case 4: return wp::launch_dep<true, true, 8>(G, b, c, m, n, k, da, s);
+    default: return -2;
+  }
 }
 
 void wp_set_side(const void* g, const void* x, const void* rs, const void* w, void* out, int rows) {
