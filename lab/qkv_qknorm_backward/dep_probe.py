@@ -1,7 +1,7 @@
 """Issue 28, 15th session (written after its calls; first run in the 16th): wide_probe.cu's `dep`
 kernel — the norm made by warps beside the GEMM and read back by the same kernel through L2.
 
-  python lab/qkv_qknorm_backward/dep_probe.py OUT.json [--samples 50]
+  python lab/qkv_qknorm_backward/dep_probe.py OUT.json [--samples 50] [--small]
 
 C[M, N] = G·B, G = bf16(rstd·(ĝ − m·x̂)) per row and head of 256 (ĝ = bf16(g + g·w), m = mean(ĝ·x̂)),
 M = 2816 (22 row blocks), N = 1536 (6 column tiles: a row block's 6 CTAs share its G, as dX and
@@ -27,6 +27,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import wide_probe  # noqa: E402  (the same library: wide_probe.cu)
 
 SHAPES = [(2816, 1536, 1536), (2816, 1536, 8192)]
+# --small (16th session): what making G in the kernel costs where the op's small cases live (T =
+# M ≤ 1.5k tokens, K = 1536 as dX's): fixed cost, not rate; timed after the two SHAPES.
+SMALL = [(128, 1536, 1536), (512, 1536, 1536), (1024, 1536, 1536), (1536, 1536, 1536)]
 # wp_dep_launch's `norm` argument: 0 the kernel on a G made beforehand; 1 the 15th session's `dep`
 # (CTA j of a row block makes its heads j, j + 6, …; 4 rows in flight per norm warp); 16th
 # session: 2 = 1 with 8 rows in flight; 3 = every CTA makes 1/6 of the rows of every head, in the
@@ -75,7 +78,8 @@ def main() -> int:
             "mnk": (m, n, k),
         }
 
-    for si, (m, n, k) in enumerate(SHAPES):
+    shapes = SHAPES + (SMALL if "--small" in sys.argv else [])
+    for si, (m, n, k) in enumerate(shapes):
         for rnd in range(2):
             t = inputs(torch.Generator(device="cuda").manual_seed(15000 + 10 * si + rnd), m, n, k)
             gref = reference_g(torch, t["g"], t["x"], t["w"], t["rs"])
@@ -132,7 +136,7 @@ def main() -> int:
             row[name] = timing.stats(ts)["median"] / 1e3
         result["timing"].append(row)
         print(f"time {m}x{n}x{k}: " + "  ".join(f"{key} {row[key]:.2f} µs" for key in ("cublas", *VARIANTS)))
-    t0, t1 = result["timing"]
+    t0, t1 = result["timing"][:2]
     dk = (t1["K"] - t0["K"]) // 64
     result["period_us"] = {key: (t1[key] - t0[key]) / dk for key in ("cublas", *VARIANTS)}
     for key, v in result["period_us"].items():

@@ -12,6 +12,15 @@
 // just before (programmatic dependent launch): work that reads only GV and X/W (dW rows
 // 1280..1535, and every B tile) does not wait for it.
 //
+// One launch (mode "one", 16th session; Operands::one): no norm kernel and no PDL. Warps 1-3 of
+// every CTA take norm units (32 tokens of one Q or K head) from a global queue, write their GQK
+// rows with the norm kernel's arithmetic (so GQK is bitwise the same), a per-unit row of Σ g·x̂,
+// and count each finished unit per (128-token row block, head) with a release; the TMA producer
+// acquires the count of the row block and head an A load reads before issuing it. Nothing waits
+// for anything but a unit that a running warp has taken or will take (a warp never waits while
+// its queue holds units), so any grid size makes progress, resident at once or not. The last
+// CTA to exit zeroes the counters for the next call (they start zeroed: the caller's workspace).
+//
 // Warp roles per CTA (384 threads, all within the 168-register launch bound, so no setmaxnreg):
 // warp 0 lane 0 issues TMA loads (128-byte swizzle, 64x64 boxes) into a STAGES-deep ring
 // (common/pipeline.cuh); warps 1-3 sum the norm kernel's grad_norm_weight partials (a slice of the
@@ -55,6 +64,7 @@ struct Params {
   int nwt, nxt;                // dW tiles, dX tiles
   int ncw, ncx;                // dW clusters, dX clusters
   int x_first;                 // dX clusters launch first
+  OneLaunch one;               // one.seq != 0: one launch (the norm made here)
   unsigned long long* timeline;  // debug: [grid][kStamps] globaltimer stamps; or null
 };
 // What one CTA computes. Invalid CTAs (past the last tile of a partly filled cluster) only take
@@ -167,6 +177,142 @@ __device__ __forceinline__ void finalize_norm_weight(const Params& p, float* fin
 }
 
 
+// ---------------------------------------------------------------- one launch
+// Counters (int32, OneLaunch::counters): [0] the queue's next unit, [1] units done, [2] CTAs
+// exited, then ready[row block · 5 + head], complete at kOneReady.
+constexpr int kOneReady = 128 / kOneTokens;  // units per (row block, head)
+constexpr int kOneUnroll = 8;                // rows in flight per norm warp
+
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_release_gpu_add(int* p, int v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+// Orders generic-proxy global writes (GQK's rows) with async-proxy (TMA) accesses.
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
+__device__ __forceinline__ void wait_count(const int* p, int target) {
+  while (ld_acquire_gpu(p) < target) __nanosleep(64);
+}
+
+// Input row of token t in head h: Q's [B,4,S,256] row (b·4 + h)·S + s; K's [B,1,S,256] row t.
+__device__ __forceinline__ int one_row(int t, int h, int seq) {
+  if (h == 4) return t;
+  const int b = t / seq;
+  return (b * 4 + h) * seq + (t - b * seq);
+}
+
+// Norm unit u by one warp: tokens [t0, t1) of head h (0-3 Q, 4 K) into GQK, kOneUnroll rows'
+// loads in flight, then this unit's Σ g·x̂ row; the per-row arithmetic is stream_norm_sm90.cu's
+// operation for operation (GQK bitwise equal to the norm kernel's, which the lab checks).
+__device__ __forceinline__ void one_norm_unit(const Params& p, int u, int lane) {
+  const OneLaunch& o = p.one;
+  const int rb = u / kOneUnitsPerBlock;
+  const int rem = u - rb * kOneUnitsPerBlock;
+  const int h = rem / kOneReady;
+  const int t0 = rb * 128 + (rem - h * kOneReady) * kOneTokens;
+  const int t1 = min(t0 + kOneTokens, p.tokens);
+  const bool is_q = h < 4;
+  const uint4* g = is_q ? o.gq : o.gk;
+  const uint4* x = is_q ? o.xq : o.xk;
+  const float* rstd = is_q ? o.rq : o.rk;
+  float w1[8], acc[8];
+  unpack8(__ldg((is_q ? o.wq : o.wk) + lane), w1);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    w1[j] += 1.0f;
+    acc[j] = 0.f;
+  }
+  for (int t = t0; t < t1; t += kOneUnroll) {
+    uint4 graw[kOneUnroll], xraw[kOneUnroll];
+    float rs[kOneUnroll];
+#pragma unroll
+    for (int i = 0; i < kOneUnroll; ++i) {  // rows past t1 load the last row again (not stored)
+      const int64_t row = one_row(min(t + i, t1 - 1), h, o.seq);
+      graw[i] = __ldg(g + row * 32 + lane);
+      xraw[i] = __ldg(x + row * 32 + lane);
+      rs[i] = __ldg(rstd + row);
+    }
+#pragma unroll
+    for (int i = 0; i < kOneUnroll; ++i) {
+      const bool valid = t + i < t1;  // warp-uniform
+      float gf[8], xf[8], ghf[8];
+      unpack8(graw[i], gf);
+      unpack8(xraw[i], xf);
+      if (valid) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[j] = fmaf(gf[j], xf[j], acc[j]);
+      }
+      uint4 gh;  // ĝ = bf16(g·(1+w))
+      gh.x = pack_bf16x2(gf[0] * w1[0], gf[1] * w1[1]);
+      gh.y = pack_bf16x2(gf[2] * w1[2], gf[3] * w1[3]);
+      gh.z = pack_bf16x2(gf[4] * w1[4], gf[5] * w1[5]);
+      gh.w = pack_bf16x2(gf[6] * w1[6], gf[7] * w1[7]);
+      unpack8(gh, ghf);
+      float d0 = 0.f, d1 = 0.f;
+#pragma unroll
+      for (int j = 0; j < 8; j += 2) {
+        d0 = fmaf(ghf[j], xf[j], d0);
+        d1 = fmaf(ghf[j + 1], xf[j + 1], d1);
+      }
+      float dot = d0 + d1;
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+      // out = rstd·(ĝ − m·x̂), m = Σ ĝ·x̂ / 256
+      const float r = rs[i];
+      const float c = r * dot * (1.0f / kD);
+      uint4 out;
+      out.x = pack_bf16x2(fmaf(-c, xf[0], r * ghf[0]), fmaf(-c, xf[1], r * ghf[1]));
+      out.y = pack_bf16x2(fmaf(-c, xf[2], r * ghf[2]), fmaf(-c, xf[3], r * ghf[3]));
+      out.z = pack_bf16x2(fmaf(-c, xf[4], r * ghf[4]), fmaf(-c, xf[5], r * ghf[5]));
+      out.w = pack_bf16x2(fmaf(-c, xf[6], r * ghf[6]), fmaf(-c, xf[7], r * ghf[7]));
+      if (valid) o.gqk[static_cast<int64_t>(t + i) * (kQK / 8) + h * (kD / 8) + lane] = out;
+    }
+  }
+  float4* row = reinterpret_cast<float4*>(o.partials + static_cast<int64_t>(u) * 2 * kD);
+  const int mine = is_q ? 0 : kD / 4;  // float4 index of this head's half
+  row[mine + 2 * lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+  row[mine + 2 * lane + 1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+  row[(kD / 4 - mine) + 2 * lane] = make_float4(0.f, 0.f, 0.f, 0.f);
+  row[(kD / 4 - mine) + 2 * lane + 1] = make_float4(0.f, 0.f, 0.f, 0.f);
+  fence_proxy_async_global();  // this lane's GQK writes, before the producers' TMA reads
+  __threadfence();
+  __syncwarp();
+  if (lane == 0) {
+    red_release_gpu_add(o.counters + kOneCounters + rb * 5 + h, 1);
+    red_release_gpu_add(o.counters + 1, 1);
+  }
+}
+
+// Warps 1-3 in one launch: norm units from the queue until it is empty.
+__device__ __forceinline__ void one_norm(const Params& p, int units, int lane) {
+  for (;;) {
+    int u = 0;
+    if (lane == 0) u = atomicAdd(p.one.counters, 1);
+    u = __shfl_sync(0xffffffffu, u, 0);
+    if (u >= units) return;
+    one_norm_unit(p, u, lane);
+  }
+}
+
+// The TMA producer in one launch, before the A load of k-block kb: the GQK rows and head it reads
+// are complete. dX: its 128-row blocks, head kb / 4 (GV's k-blocks read an input); dW: row block
+// kb / 2, head m0 / 256 (GV's rows: nothing to wait for).
+__device__ __forceinline__ void one_wait_a(const Params& p, const Work& w, int m0, int bm, int kb) {
+  const int* ready = p.one.counters + kOneCounters;
+  if (w.is_w) {
+    if (m0 >= kQK || (kb != w.kb0 && (kb & 1))) return;
+    wait_count(ready + (kb >> 1) * 5 + m0 / kD, kOneReady);
+  } else {
+    if (kb >= kKBQK || (kb != w.kb0 && (kb & 3))) return;
+    const int rb_end = min((m0 + bm) / 128, (p.tokens + 127) / 128);
+    for (int rb = m0 / 128; rb < rb_end; ++rb) wait_count(ready + rb * 5 + (kb >> 2), kOneReady);
+  }
+  fence_proxy_async_global();
+}
+
 // Row r of the output matrix a tile belongs to (dX, or dW split over its three tensors).
 __device__ __forceinline__ __nv_bfloat16* out_row(const Params& p, int is_w, int r) {
   if (!is_w) return p.dx + static_cast<int64_t>(r) * kHidden;
@@ -231,6 +377,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ------------------------------------------------------------ producer warpgroup
     if (warp == 0 && lane == 0 && nkb > 0) {
       auto load_a = [&](int kb, int st) {
+        if (p.one.seq) one_wait_a(p, w, m0, BM, kb);
         uint8_t* a = smem_a + st * A_BYTES;
         if (w.is_w) {
           // A = Gᵀ: G columns [m0, m0+BM) (M), G rows [kb*64, +64) (K); GV read in place.
@@ -272,7 +419,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_b(w.kb0 + i, i);
       }
       if (tl) tl[2] = globaltimer();
-      if (reads_gqk) pdl_wait();
+      if (reads_gqk && !p.one.seq) pdl_wait();
       if (tl) tl[3] = globaltimer();
       for (int i = 0; i < npre; ++i) load_a(w.kb0 + i, i);
       RingPos<STAGES> pos{npre % STAGES, npre == STAGES ? 1u : 0u};  // after the npre stages above
@@ -282,6 +429,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_b(kb, pos.stage);
         pos.advance();
       }
+    } else if (warp >= 1 && p.one.seq) {
+      const int units = one_units(p.tokens);
+      one_norm(p, units, lane);
+      wait_count(p.one.counters + 1, units);  // every unit's partial row is written
+      finalize_norm_weight(p, fin, threadIdx.x - 32);
     } else if (warp >= 1 && p.norm_parts > 0) {
       pdl_wait();
       finalize_norm_weight(p, fin, threadIdx.x - 32);
@@ -290,6 +442,19 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (w.grp_size > 1) {
       cluster_sync_all();  // partials written (consumers of every CTA in the cluster)
       cluster_sync_all();  // partials read: shared memory may go
+    }
+    if (p.one.seq) {
+      __syncwarp();
+      named_barrier_sync(3, 128);  // this CTA reads the counters no more (only warps 0-3 do)
+      if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(p.one.counters + 2, 1) == static_cast<int>(gridDim.x) - 1) {
+          // The last CTA out: no one reads the counters any more; zeroed for the next call.
+          const int n = one_counters(p.tokens);
+          for (int i = 0; i < n; ++i) p.one.counters[i] = 0;
+          __threadfence();
+        }
+      }
     }
     return;
   }
@@ -490,6 +655,7 @@ cudaError_t launch(const Plan& plan, const Maps& maps, const Operands& o, cudaSt
   p.ncw = plan.ncw;
   p.ncx = plan.ncx;
   p.x_first = plan.x_first;
+  p.one = o.one;
   p.timeline = o.timeline;
   return plan.bm == 128 ? launch_as<64>(plan, maps, p, stream, pdl) : launch_as<128>(plan, maps, p, stream, pdl);
 }
