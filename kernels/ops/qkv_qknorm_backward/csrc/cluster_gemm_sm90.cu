@@ -181,7 +181,7 @@ __device__ __forceinline__ void finalize_norm_weight(const Params& p, float* fin
 // Counters (int32, OneLaunch::counters): [0] the queue's next unit, [1] units done, [2] CTAs
 // exited, then ready[row block · 5 + head], complete at kOneReady.
 constexpr int kOneReady = 128 / kOneTokens;  // units per (row block, head)
-constexpr int kOneUnroll = 8;                // rows in flight per norm warp
+constexpr int kOneUnroll = 6;                // rows in flight per norm warp (8 spills)
 
 __device__ __forceinline__ int ld_acquire_gpu(const int* p) {
   int v;
@@ -204,13 +204,13 @@ __device__ __forceinline__ int one_row(int t, int h, int seq) {
   return (b * 4 + h) * seq + (t - b * seq);
 }
 
-// Norm unit u by one warp: tokens [t0, t1) of head h (0-3 Q, 4 K) into GQK, kOneUnroll rows'
-// loads in flight, then this unit's Σ g·x̂ row; the per-row arithmetic is stream_norm_sm90.cu's
-// operation for operation (GQK bitwise equal to the norm kernel's, which the lab checks).
-__device__ __forceinline__ void one_norm_unit(const Params& p, int u, int lane) {
+// Norm unit u = rb · kOneUnitsPerBlock + rem by one warp: tokens [t0, t1) of head h (0-3 Q, 4 K)
+// into GQK, kOneUnroll rows' loads in flight, then this unit's Σ g·x̂ row (row u: the finalize
+// sums them in a fixed order); the per-row arithmetic is stream_norm_sm90.cu's operation for
+// operation (GQK bitwise equal to the norm kernel's, which the lab checks).
+__device__ __forceinline__ void one_norm_unit(const Params& p, int rb, int rem, int lane) {
   const OneLaunch& o = p.one;
-  const int rb = u / kOneUnitsPerBlock;
-  const int rem = u - rb * kOneUnitsPerBlock;
+  const int u = rb * kOneUnitsPerBlock + rem;
   const int h = rem / kOneReady;
   const int t0 = rb * 128 + (rem - h * kOneReady) * kOneTokens;
   const int t1 = min(t0 + kOneTokens, p.tokens);
@@ -286,14 +286,21 @@ __device__ __forceinline__ void one_norm_unit(const Params& p, int u, int lane) 
   }
 }
 
-// Warps 1-3 in one launch: norm units from the queue until it is empty.
-__device__ __forceinline__ void one_norm(const Params& p, int units, int lane) {
+// Warps 1-3 in one launch: norm units from the queue until it is empty. The queue takes the row
+// blocks interleaved across dW's sw k-splits (split s reads row blocks from s · ⌈R/sw⌉ on), so
+// that every split's first rows are made first; dX's tiles read row blocks in order.
+__device__ __forceinline__ void one_norm(const Params& p, int lane) {
+  const int blocks = (p.tokens + 127) / 128;
+  const int chunk = (blocks + p.sw - 1) / p.sw;
+  const int entries = chunk * p.sw * kOneUnitsPerBlock;  // a few past the last row block: skipped
   for (;;) {
-    int u = 0;
-    if (lane == 0) u = atomicAdd(p.one.counters, 1);
-    u = __shfl_sync(0xffffffffu, u, 0);
-    if (u >= units) return;
-    one_norm_unit(p, u, lane);
+    int q = 0;
+    if (lane == 0) q = atomicAdd(p.one.counters, 1);
+    q = __shfl_sync(0xffffffffu, q, 0);
+    if (q >= entries) return;
+    const int j = q / kOneUnitsPerBlock;
+    const int rb = (j % p.sw) * chunk + j / p.sw;
+    if (rb < blocks) one_norm_unit(p, rb, q - j * kOneUnitsPerBlock, lane);
   }
 }
 
@@ -430,9 +437,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         pos.advance();
       }
     } else if (warp >= 1 && p.one.seq) {
-      const int units = one_units(p.tokens);
-      one_norm(p, units, lane);
-      wait_count(p.one.counters + 1, units);  // every unit's partial row is written
+      one_norm(p, lane);
+      wait_count(p.one.counters + 1, one_units(p.tokens));  // every unit's partial row is written
       finalize_norm_weight(p, fin, threadIdx.x - 32);
     } else if (warp >= 1 && p.norm_parts > 0) {
       pdl_wait();
