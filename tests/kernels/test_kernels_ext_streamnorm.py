@@ -68,10 +68,10 @@ def test_planner_follows_the_table_and_sizes_the_norm_grid(library, tokens, bm, 
 
 @pytest.mark.parametrize("tokens", [1, 127, 128, 131, 8192, (1 << 26) - 1])
 def test_one_launch_sizes(library, tokens):
-    """One launch: 20 norm units (5 heads × 4 quarters of 32 tokens) per 128-token row block, and
+    """One launch: 40 norm units (5 heads × 8 runs of 16 tokens) per 128-token row block, and
     3 + 1 counters plus one per (row block, head)."""
     blocks = math.ceil(tokens / 128)
-    assert ext_streamnorm._one_sizes(library, tokens) == (20 * blocks, 4 + 5 * blocks)
+    assert ext_streamnorm._one_sizes(library, tokens) == (40 * blocks, 4 + 5 * blocks)
 
 
 def test_one_launch_sizes_refuse_bad_token_counts(library):

@@ -25,11 +25,11 @@ Plan make_plan(int tokens, const int* forced);
 void plan_fields(const Plan& p, long long* out);
 
 // One launch (ext-streamnorm's mode "one"): no norm kernel. Warps 1-3 of the GEMM's own CTAs make
-// GQK from these inputs, one norm unit at a time — 32 tokens of one Q or K head, taken from a
+// GQK from these inputs, one norm unit at a time — 16 tokens of one Q or K head, taken from a
 // global queue — and count finished units per (128-token row block, head); the TMA producer waits
 // for the count of the rows and head it loads next (cluster_gemm_sm90.cu, "One launch").
-constexpr int kOneTokens = 32;                            // tokens per norm unit
-constexpr int kOneUnitsPerBlock = 5 * (128 / kOneTokens);  // per 128-token row block: 5 heads × 4
+constexpr int kOneTokens = 16;                            // tokens per norm unit
+constexpr int kOneUnitsPerBlock = 5 * (128 / kOneTokens);  // per 128-token row block: 5 heads × 8
 constexpr int kOneCounters = 4;                            // queue, done, exit, (pad); then ready[]
 // Units, partial-sum rows and int32 counters of T tokens.
 __host__ __device__ inline int one_units(int tokens) { return (tokens + 127) / 128 * kOneUnitsPerBlock; }

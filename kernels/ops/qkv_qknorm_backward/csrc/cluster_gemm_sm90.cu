@@ -13,7 +13,7 @@
 // 1280..1535, and every B tile) does not wait for it.
 //
 // One launch (mode "one", 16th session; Operands::one): no norm kernel and no PDL. Warps 1-3 of
-// every CTA take norm units (32 tokens of one Q or K head) from a global queue, write their GQK
+// every CTA take norm units (16 tokens of one Q or K head) from a global queue, write their GQK
 // rows with the norm kernel's arithmetic (so GQK is bitwise the same), a per-unit row of Σ g·x̂,
 // and count each finished unit per (128-token row block, head) with a release; the TMA producer
 // acquires the count of the row block and head an A load reads before issuing it. Nothing waits
@@ -181,7 +181,7 @@ __device__ __forceinline__ void finalize_norm_weight(const Params& p, float* fin
 // Counters (int32, OneLaunch::counters): [0] the queue's next unit, [1] units done, [2] CTAs
 // exited, then ready[row block · 5 + head], complete at kOneReady.
 constexpr int kOneReady = 128 / kOneTokens;  // units per (row block, head)
-constexpr int kOneUnroll = 6;                // rows in flight per norm warp (8 spills)
+constexpr int kOneUnroll = 8;                // rows per step of a norm warp (16-token units: 2)
 
 __device__ __forceinline__ int ld_acquire_gpu(const int* p) {
   int v;
@@ -225,50 +225,63 @@ __device__ __forceinline__ void one_norm_unit(const Params& p, int rb, int rem, 
     w1[j] += 1.0f;
     acc[j] = 0.f;
   }
+  // Each step's kOneUnroll rows go through every phase together — loads, dot products, the
+  // shuffle tree, outputs — so that their dependency chains interleave: three warps per SM have
+  // nothing else to hide a chain's latency with (call 2: one row after another, ~0.3 µs a row).
   for (int t = t0; t < t1; t += kOneUnroll) {
-    uint4 graw[kOneUnroll], xraw[kOneUnroll];
-    float rs[kOneUnroll];
+    uint4 xraw[kOneUnroll], gh[kOneUnroll];
+    float rs[kOneUnroll], dot[kOneUnroll];
+    {
+      uint4 graw[kOneUnroll];
 #pragma unroll
-    for (int i = 0; i < kOneUnroll; ++i) {  // rows past t1 load the last row again (not stored)
-      const int64_t row = one_row(min(t + i, t1 - 1), h, o.seq);
-      graw[i] = __ldg(g + row * 32 + lane);
-      xraw[i] = __ldg(x + row * 32 + lane);
-      rs[i] = __ldg(rstd + row);
+      for (int i = 0; i < kOneUnroll; ++i) {  // rows past t1 load the last row again (not stored)
+        const int64_t row = one_row(min(t + i, t1 - 1), h, o.seq);
+        graw[i] = __ldg(g + row * 32 + lane);
+        xraw[i] = __ldg(x + row * 32 + lane);
+        rs[i] = __ldg(rstd + row);
+      }
+#pragma unroll
+      for (int i = 0; i < kOneUnroll; ++i) {
+        float gf[8], xf[8], ghf[8];
+        unpack8(graw[i], gf);
+        unpack8(xraw[i], xf);
+        if (t + i < t1) {  // warp-uniform
+#pragma unroll
+          for (int j = 0; j < 8; ++j) acc[j] = fmaf(gf[j], xf[j], acc[j]);
+        }
+        // ĝ = bf16(g·(1+w))
+        gh[i].x = pack_bf16x2(gf[0] * w1[0], gf[1] * w1[1]);
+        gh[i].y = pack_bf16x2(gf[2] * w1[2], gf[3] * w1[3]);
+        gh[i].z = pack_bf16x2(gf[4] * w1[4], gf[5] * w1[5]);
+        gh[i].w = pack_bf16x2(gf[6] * w1[6], gf[7] * w1[7]);
+        unpack8(gh[i], ghf);
+        float d0 = 0.f, d1 = 0.f;
+#pragma unroll
+        for (int j = 0; j < 8; j += 2) {
+          d0 = fmaf(ghf[j], xf[j], d0);
+          d1 = fmaf(ghf[j + 1], xf[j + 1], d1);
+        }
+        dot[i] = d0 + d1;
+      }
     }
 #pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+#pragma unroll
+      for (int i = 0; i < kOneUnroll; ++i) dot[i] += __shfl_xor_sync(0xffffffffu, dot[i], off);
+#pragma unroll
     for (int i = 0; i < kOneUnroll; ++i) {
-      const bool valid = t + i < t1;  // warp-uniform
-      float gf[8], xf[8], ghf[8];
-      unpack8(graw[i], gf);
-      unpack8(xraw[i], xf);
-      if (valid) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[j] = fmaf(gf[j], xf[j], acc[j]);
-      }
-      uint4 gh;  // ĝ = bf16(g·(1+w))
-      gh.x = pack_bf16x2(gf[0] * w1[0], gf[1] * w1[1]);
-      gh.y = pack_bf16x2(gf[2] * w1[2], gf[3] * w1[3]);
-      gh.z = pack_bf16x2(gf[4] * w1[4], gf[5] * w1[5]);
-      gh.w = pack_bf16x2(gf[6] * w1[6], gf[7] * w1[7]);
-      unpack8(gh, ghf);
-      float d0 = 0.f, d1 = 0.f;
-#pragma unroll
-      for (int j = 0; j < 8; j += 2) {
-        d0 = fmaf(ghf[j], xf[j], d0);
-        d1 = fmaf(ghf[j + 1], xf[j + 1], d1);
-      }
-      float dot = d0 + d1;
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, off);
       // out = rstd·(ĝ − m·x̂), m = Σ ĝ·x̂ / 256
+      float xf[8], ghf[8];
+      unpack8(xraw[i], xf);
+      unpack8(gh[i], ghf);
       const float r = rs[i];
-      const float c = r * dot * (1.0f / kD);
+      const float c = r * dot[i] * (1.0f / kD);
       uint4 out;
       out.x = pack_bf16x2(fmaf(-c, xf[0], r * ghf[0]), fmaf(-c, xf[1], r * ghf[1]));
       out.y = pack_bf16x2(fmaf(-c, xf[2], r * ghf[2]), fmaf(-c, xf[3], r * ghf[3]));
       out.z = pack_bf16x2(fmaf(-c, xf[4], r * ghf[4]), fmaf(-c, xf[5], r * ghf[5]));
       out.w = pack_bf16x2(fmaf(-c, xf[6], r * ghf[6]), fmaf(-c, xf[7], r * ghf[7]));
-      if (valid) o.gqk[static_cast<int64_t>(t + i) * (kQK / 8) + h * (kD / 8) + lane] = out;
+      if (t + i < t1) o.gqk[static_cast<int64_t>(t + i) * (kQK / 8) + h * (kD / 8) + lane] = out;
     }
   }
   float4* row = reinterpret_cast<float4*>(o.partials + static_cast<int64_t>(u) * 2 * kD);
