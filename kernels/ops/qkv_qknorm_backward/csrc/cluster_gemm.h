@@ -47,6 +47,7 @@ struct OneLaunch {
   float* partials;  // [one_units(T), 512] out: Σ g·x̂ per unit (its head's half; zeros in the other)
   int* counters;    // [one_counters(T)], zero before the launch; the last CTA to exit zeroes them
   int seq;          // S (0: not one launch)
+  int diag_nowait;  // lab diagnostic, results WRONG: the producer never waits (timing only)
 };
 struct Operands {
   const __nv_bfloat16* gqk;   // [T,1280]

@@ -397,7 +397,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ------------------------------------------------------------ producer warpgroup
     if (warp == 0 && lane == 0 && nkb > 0) {
       auto load_a = [&](int kb, int st) {
-        if (p.one.seq) one_wait_a(p, w, m0, BM, kb);
+        if (p.one.seq && !p.one.diag_nowait) one_wait_a(p, w, m0, BM, kb);
         uint8_t* a = smem_a + st * A_BYTES;
         if (w.is_w) {
           // A = Gᵀ: G columns [m0, m0+BM) (M), G rows [kb*64, +64) (K); GV read in place.

@@ -12,6 +12,7 @@ namespace {
 constexpr int kPlanValues = kidx::gemm::kPlanFields + 1;  // + norm blocks
 constexpr int kArgs = 31;                                 // without the debug timelines
 constexpr int kFlagOne = 8;                               // one launch: the norm in the GEMM kernel
+constexpr int kFlagOneNoWait = 16;                        // lab: one launch, producer never waits (WRONG)
 
 bool valid(long long tokens, int num_sms, const int* forced) {
   return tokens >= 1 && tokens <= kidx::norm::kMaxTokens && num_sms >= 1 && kidx::gemm::valid_forced(forced);
@@ -47,7 +48,7 @@ int kidxs_one_sizes(long long tokens, long long* out, int nout) {
 //  18 grad_k_norm_weight 19 gqk [T,1280] bf16 20 norm partials [norm blocks,512] fp32
 //  (one launch: [norm units,512]) 21 batch 22 seq 23 num_sms 24..28 forced plan (bm 0 = auto)
 //  29 flags (bit 0: PDL; bit 3: one launch; debug bits, results wrong: bit 1 skip the norm
-//  kernel, bit 2 skip the GEMM kernel) 30 one launch's counters [kidxs_one_sizes out[1]] int32,
+//  kernel, bit 2 skip the GEMM kernel, bit 4 one launch whose producer never waits) 30 one launch's counters [kidxs_one_sizes out[1]] int32,
 //  zero at the call (and left zero by it), or 0
 //  [31 debug: norm timeline [norm blocks][4] u64 or 0, 32 GEMM timeline [grid][12] u64 or 0]
 // Returns a cudaError_t value (0 = success), -1 when a tensor map could not be encoded, -2 for
@@ -80,7 +81,8 @@ int kidxs_launch(const unsigned long long* a, int n, void* stream_ptr) {
   if (one) {
     g.norm_parts = gemm::one_units(static_cast<int>(tokens));
     g.one = gemm::OneLaunch{u4(0), u4(11), f32(9), u4(1), u4(12), f32(10), u4(7), u4(8),
-                            reinterpret_cast<uint4*>(a[19]), f32(20), reinterpret_cast<int*>(a[30]), seq};
+                            reinterpret_cast<uint4*>(a[19]), f32(20), reinterpret_cast<int*>(a[30]), seq,
+                            (flags & kFlagOneNoWait) ? 1 : 0};
   }
   gemm::Maps maps;
   if (!gemm::encode_maps(g, &maps)) return kErrTensorMap;
