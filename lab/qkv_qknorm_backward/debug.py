@@ -4,8 +4,8 @@ The shipped modules (kernels/ops/qkv_qknorm_backward/) take only modes whose res
 what is here calls their private launch functions with the switches the libraries keep for us:
 
 - `streamnorm` (a stand-in for the ext_streamnorm module in check.py / oracle.py): its modes plus
-  "dbg-gemm" (no norm kernel), "dbg-norm" (no GEMM kernel) and "dbg-one-nowait" (mode "one"
-  without its producer's waits): their results are WRONG, they time the parts; `timeline(mode=..., **inputs)` -> (outputs, norm [blocks, 4] int64: entry,
+  "dbg-gemm" (no norm kernel) and "dbg-norm" (no GEMM kernel): their results are WRONG, they
+  time the parts; `timeline(mode=..., **inputs)` -> (outputs, norm [blocks, 4] int64: entry,
   exit, SM; gemm [grid, 12] int64: see csrc/cluster_gemm.h; 0 = not reached).
 - `portable_norm_only(mode, **inputs)`: ext-portable's norm kernel and norm-weight sums alone
   (the GEMM outputs are WRONG), with the mode's block shape; `portable_check.py` times it for a
@@ -22,9 +22,6 @@ from kernels.ops.qkv_qknorm_backward.checks import aligned_inputs, check_inputs
 STREAMNORM_DEBUG_FLAGS = {
     "dbg-gemm": ext_streamnorm.FLAG_PDL | ext_streamnorm.FLAG_NO_NORM,
     "dbg-norm": ext_streamnorm.FLAG_PDL | ext_streamnorm.FLAG_NO_GEMM,
-    # mode "one" whose TMA producer never waits for the norm units (16th session): what the
-    # one-launch kernel costs without its dependencies
-    "dbg-one-nowait": ext_streamnorm.FLAG_ONE | ext_streamnorm.FLAG_ONE_NOWAIT,
 }
 
 

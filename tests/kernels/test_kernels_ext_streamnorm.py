@@ -66,20 +66,6 @@ def test_planner_follows_the_table_and_sizes_the_norm_grid(library, tokens, bm, 
         assert p["norm_blocks"] > SMS  # large T spreads over every SM
 
 
-@pytest.mark.parametrize("tokens", [1, 127, 128, 131, 8192, (1 << 26) - 1])
-def test_one_launch_sizes(library, tokens):
-    """One launch: 40 norm units (5 heads × 8 runs of 16 tokens) per 128-token row block, and
-    3 + 1 counters plus one per (row block, head)."""
-    blocks = math.ceil(tokens / 128)
-    assert ext_streamnorm._one_sizes(library, tokens) == (40 * blocks, 4 + 5 * blocks)
-
-
-def test_one_launch_sizes_refuse_bad_token_counts(library):
-    for bad in (0, 1 << 26):
-        with pytest.raises(ValueError, match="no one-launch sizes"):
-            ext_streamnorm._one_sizes(library, bad)
-
-
 def test_forced_plans_and_limits(library):
     p = ext_streamnorm.plan_with(library, 4096, SMS, (256, 4, 2, 1, 1))
     assert (p["bm"], p["cluster"], p["sw"], p["sx"], p["x_first"]) == (256, 4, 2, 1, 1)
@@ -94,13 +80,9 @@ def test_mode_strings():
     assert ext_streamnorm.parse_mode("auto") == ((0,) * 5, ext_streamnorm.FLAG_PDL)
     assert ext_streamnorm.parse_mode("nopdl") == ((0,) * 5, 0)
     assert ext_streamnorm.parse_mode("bm128-c4-w1-x4-xf") == ((128, 4, 1, 4, 1), ext_streamnorm.FLAG_PDL)
-    # one launch: the norm made inside the GEMM kernel, auto plan or forced
-    assert ext_streamnorm.parse_mode("one") == ((0,) * 5, ext_streamnorm.FLAG_ONE)
-    assert ext_streamnorm.parse_mode("bm256-c4-w2-x1-one") == ((256, 4, 2, 1, 0), ext_streamnorm.FLAG_ONE)
-    assert ext_streamnorm.parse_mode("bm128-c4-w1-x4-xf-one") == ((128, 4, 1, 4, 1), ext_streamnorm.FLAG_ONE)
     with pytest.raises(ValueError, match="cannot exceed the cluster size"):
         ext_streamnorm.parse_mode("bm128-c2-w4-x1")
-    for bad in ("fast", "bm256-c2-w2-x1-n48", "bm128-c3-w1-x1", "dbg-gemm", "dbg-norm", "one-", "bm128-c1-w1-x1-one-xf"):  # debug modes: lab/ only
+    for bad in ("fast", "bm256-c2-w2-x1-n48", "bm128-c3-w1-x1", "dbg-gemm", "dbg-norm"):  # debug modes: lab/ only
         with pytest.raises(ValueError, match="mode: expected"):
             ext_streamnorm.parse_mode(bad)
 

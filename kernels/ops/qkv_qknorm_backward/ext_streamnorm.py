@@ -14,12 +14,7 @@ Entry points (arguments are checked in Python before any kernel runs; ValueError
 
 Modes: "auto" (the plan table measured on the H200), a forced GEMM plan
 "bm{128|256}-c{C}-w{sw}-x{sx}[-xf]" (tile rows, cluster size, CTAs per dW tile, per dX tile, C, sw,
-sx in 1, 2, 4, 8; -xf launches the dX tiles first), "nopdl"; "one" (16th session, issue 28), or
-a forced plan with "-one": a single launch — no norm kernel, the GEMM kernel's warps 1-3 make GQK
-unit by unit while its TMA producer waits only for the rows and head it loads next (design at
-the top of csrc/cluster_gemm_sm90.cu). It keeps a zeroed int32 counter buffer per device and
-stream, which each call leaves zeroed; a first call with more tokens than before allocates a
-larger one, so make that call outside CUDA graph capture. (Timing the parts alone and the
+sx in 1, 2, 4, 8; -xf launches the dX tiles first), "nopdl". (Timing the parts alone and the
 kernels' timelines are lab/qkv_qknorm_backward/debug.py's, through `_launch`.)
 """
 
@@ -35,9 +30,9 @@ from kernels.ops.qkv_qknorm_backward.nvcc_library import CSRC, NvccLibrary
 PLAN_FIELDS = ("bm", "cluster", "sw", "sx", "x_first", "grid", "ncw", "ncx", "nwt", "nxt", "norm_blocks")
 QK_COLS = 1280
 MAX_TOKENS = (1 << 26) - 1  # the norm kernel indexes its 5T rows of 32 uint4 in int
-FLAG_PDL, FLAG_NO_NORM, FLAG_NO_GEMM, FLAG_ONE, FLAG_ONE_NOWAIT = 1, 2, 4, 8, 16  # NO_*, NOWAIT: lab (wrong results)
+FLAG_PDL, FLAG_NO_NORM, FLAG_NO_GEMM = 1, 2, 4
 AUTO = (0, 0, 0, 0, 0)
-_FORCED = re.compile(r"bm(128|256)-c([1248])-w([1248])-x([1248])(-xf)?(-one)?")
+_FORCED = re.compile(r"bm(128|256)-c([1248])-w([1248])-x([1248])(-xf)?")
 
 
 def declare(lib) -> None:
@@ -46,8 +41,6 @@ def declare(lib) -> None:
     lib.kidxs_plan.restype = ctypes.c_int
     lib.kidxs_launch.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_int, ctypes.c_void_p]
     lib.kidxs_launch.restype = ctypes.c_int
-    lib.kidxs_one_sizes.argtypes = [ctypes.c_longlong, ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
-    lib.kidxs_one_sizes.restype = ctypes.c_int
     lib.kidxs_error.argtypes = [ctypes.c_int]
     lib.kidxs_error.restype = ctypes.c_char_p
 
@@ -64,7 +57,6 @@ LIBRARY = NvccLibrary(
 
 _plans: dict[tuple, dict[str, int]] = {}
 _sms: dict[int, int] = {}
-_one_counters: dict[tuple[int, int], Any] = {}  # (device, stream) -> zeroed int32 tensor
 
 
 def load(verbose: bool = False):
@@ -78,16 +70,14 @@ def parse_mode(mode: str) -> tuple[tuple[int, ...], int]:
         return AUTO, FLAG_PDL
     if mode == "nopdl":
         return AUTO, 0
-    if mode == "one":
-        return AUTO, FLAG_ONE
     m = _FORCED.fullmatch(mode)
     if m is None:
-        raise ValueError(f"mode: expected 'auto', 'nopdl', 'one' or "
-                         f"'bm<128|256>-c<C>-w<sw>-x<sx>[-xf][-one]' (C, sw, sx in 1, 2, 4, 8), got {mode!r}")
+        raise ValueError(f"mode: expected 'auto', 'nopdl' or "
+                         f"'bm<128|256>-c<C>-w<sw>-x<sx>[-xf]' (C, sw, sx in 1, 2, 4, 8), got {mode!r}")
     bm, cl, sw, sx = (int(g) for g in m.groups()[:4])
     if sw > cl or sx > cl:
         raise ValueError(f"mode: the CTAs per tile (w{sw}, x{sx}) cannot exceed the cluster size c{cl}")
-    return (bm, cl, sw, sx, 1 if m.group(5) else 0), FLAG_ONE if m.group(6) else FLAG_PDL
+    return (bm, cl, sw, sx, 1 if m.group(5) else 0), FLAG_PDL
 
 
 def plan_with(lib, tokens: int, num_sms: int, forced: tuple[int, ...]) -> dict[str, int] | None:
@@ -133,46 +123,18 @@ def _launch(ins: list[Any], outs: tuple, b: int, s: int, mode: str, timelines: t
     with torch.cuda.device(device):
         sms = _num_sms(device)
         pl = plan(b * s, sms, mode)
-        stream = torch.cuda.current_stream(device).cuda_stream
         gqk = torch.empty((b * s, QK_COLS), dtype=torch.bfloat16, device=device)
-        counters = 0
-        if flags & (FLAG_ONE | FLAG_ONE_NOWAIT):
-            units, n_counters = _one_sizes(lib, b * s)
-            partials = torch.empty((units, 512), dtype=torch.float32, device=device)
-            counters = _counters(device, stream, n_counters).data_ptr()
-        else:
-            partials = torch.empty((pl["norm_blocks"], 512), dtype=torch.float32, device=device)
+        partials = torch.empty((pl["norm_blocks"], 512), dtype=torch.float32, device=device)
         args = [t.data_ptr() for t in ins] + [t.data_ptr() for t in outs]
-        args += [gqk.data_ptr(), partials.data_ptr(), b, s, sms, *forced, flags, counters]
+        args += [gqk.data_ptr(), partials.data_ptr(), b, s, sms, *forced, flags]
         args += [t.data_ptr() for t in timelines]
         arr = (ctypes.c_ulonglong * len(args))(*args)
+        stream = torch.cuda.current_stream(device).cuda_stream
         rc = lib.kidxs_launch(arr, len(args), ctypes.c_void_p(stream))
         if rc != 0:
             raise RuntimeError(f"ext-streamnorm launch failed: {lib.kidxs_error(rc).decode()}")
         # gqk and partials go back to torch's caching allocator, stream-ordered: the next
         # allocation on this stream reuses them only after these kernels have finished.
-
-
-def _one_sizes(lib, tokens: int) -> tuple[int, int]:
-    """One launch's (norm units, int32 counters) for a token count (kidxs_one_sizes)."""
-    out = (ctypes.c_longlong * 2)()
-    if lib.kidxs_one_sizes(int(tokens), out, 2) != 2:
-        raise ValueError(f"ext-streamnorm: no one-launch sizes for tokens={tokens}")
-    return int(out[0]), int(out[1])
-
-
-def _counters(device, stream: int, n: int):
-    """The zeroed counter buffer of (device, stream), at least n long: the kernel leaves it zeroed,
-    so one buffer serves every call in this stream's order (grown, doubling, when a call needs more)."""
-    import torch
-
-    key = (device.index if device.index is not None else torch.cuda.current_device(), stream)
-    buf = _one_counters.get(key)
-    if buf is None or buf.numel() < n:
-        size = max(n, 2 * buf.numel() if buf is not None else 1024)
-        buf = torch.zeros(size, dtype=torch.int32, device=device)
-        _one_counters[key] = buf
-    return buf
 
 
 def _new_outputs(hs) -> tuple:

@@ -24,31 +24,6 @@ Plan make_plan(int tokens, const int* forced);
 // bm, cluster, sw, sx, x_first, grid, ncw, ncx, nwt, nxt (what the Python wrapper reads back).
 void plan_fields(const Plan& p, long long* out);
 
-// One launch (ext-streamnorm's mode "one"): no norm kernel. Warps 1-3 of the GEMM's own CTAs make
-// GQK from these inputs, one norm unit at a time — 16 tokens of one Q or K head, taken from a
-// global queue — and count finished units per (128-token row block, head); the TMA producer waits
-// for the count of the rows and head it loads next (cluster_gemm_sm90.cu, "One launch").
-constexpr int kOneTokens = 16;                            // tokens per norm unit
-constexpr int kOneUnitsPerBlock = 5 * (128 / kOneTokens);  // per 128-token row block: 5 heads × 8
-constexpr int kOneCounters = 4;                            // queue, done, exit, (pad); then ready[]
-// Units, partial-sum rows and int32 counters of T tokens.
-__host__ __device__ inline int one_units(int tokens) { return (tokens + 127) / 128 * kOneUnitsPerBlock; }
-__host__ __device__ inline int one_counters(int tokens) { return kOneCounters + (tokens + 127) / 128 * 5; }
-struct OneLaunch {
-  const uint4* gq;  // grad_query [B,4,S,256]
-  const uint4* xq;  // q_normed
-  const float* rq;  // q_rstd [B,4,S]
-  const uint4* gk;  // grad_key [B,1,S,256]
-  const uint4* xk;  // k_normed
-  const float* rk;  // k_rstd
-  const uint4* wq;  // q_norm_weight [256]
-  const uint4* wk;  // k_norm_weight [256]
-  uint4* gqk;       // GQK [T,1280] out (the same buffer as Operands::gqk)
-  float* partials;  // [one_units(T), 512] out: Σ g·x̂ per unit (its head's half; zeros in the other)
-  int* counters;    // [one_counters(T)], zero before the launch; the last CTA to exit zeroes them
-  int seq;          // S (0: not one launch)
-  int diag_nowait;  // lab diagnostic, results WRONG: the producer never waits (timing only)
-};
 struct Operands {
   const __nv_bfloat16* gqk;   // [T,1280]
   const __nv_bfloat16* gv;    // grad_value [B,1,S,256], read in place as GV [T,256]
@@ -60,12 +35,11 @@ struct Operands {
   __nv_bfloat16* dwq;
   __nv_bfloat16* dwk;
   __nv_bfloat16* dwv;
-  const float* norm_partials;  // [norm_parts,512] per-block (one launch: per-unit) Σ g·x̂
+  const float* norm_partials;  // [norm_parts,512] per-block Σ g·x̂ of the norm kernel
   int norm_parts;              // 0: the norm kernel did not run (debug), no grad_norm_weight
   float* dq_norm;              // grad_q_norm_weight [256] = column sums of the partials
   float* dk_norm;
   int tokens;
-  OneLaunch one;              // one.seq == 0: GQK and the partials come from the norm kernel
   // Debug: [grid][kStamps] globaltimer stamps, or null: 0 entry, 1 SM, 2 B tiles issued, 3 norm
   // wait returned, 4 first k-block arrived, 5 mainloop done, 6 partials visible in the cluster,
   // 7 sums stored, 8 exit, 9 k-blocks, 10 is dW.

@@ -12,15 +12,6 @@
 // just before (programmatic dependent launch): work that reads only GV and X/W (dW rows
 // 1280..1535, and every B tile) does not wait for it.
 //
-// One launch (mode "one", 16th session; Operands::one): no norm kernel and no PDL. Warps 1-3 of
-// every CTA take norm units (16 tokens of one Q or K head) from a global queue, write their GQK
-// rows with the norm kernel's arithmetic (so GQK is bitwise the same), a per-unit row of Σ g·x̂,
-// and count each finished unit per (128-token row block, head) with a release; the TMA producer
-// acquires the count of the row block and head an A load reads before issuing it. Nothing waits
-// for anything but a unit that a running warp has taken or will take (a warp never waits while
-// its queue holds units), so any grid size makes progress, resident at once or not. The last
-// CTA to exit zeroes the counters for the next call (they start zeroed: the caller's workspace).
-//
 // Warp roles per CTA (384 threads, all within the 168-register launch bound, so no setmaxnreg):
 // warp 0 lane 0 issues TMA loads (128-byte swizzle, 64x64 boxes) into a STAGES-deep ring
 // (common/pipeline.cuh); warps 1-3 sum the norm kernel's grad_norm_weight partials (a slice of the
@@ -64,7 +55,6 @@ struct Params {
   int nwt, nxt;                // dW tiles, dX tiles
   int ncw, ncx;                // dW clusters, dX clusters
   int x_first;                 // dX clusters launch first
-  OneLaunch one;               // one.seq != 0: one launch (the norm made here)
   unsigned long long* timeline;  // debug: [grid][kStamps] globaltimer stamps; or null
 };
 // What one CTA computes. Invalid CTAs (past the last tile of a partly filled cluster) only take
@@ -177,162 +167,6 @@ __device__ __forceinline__ void finalize_norm_weight(const Params& p, float* fin
 }
 
 
-// ---------------------------------------------------------------- one launch
-// Counters (int32, OneLaunch::counters): [0] the queue's next unit, [1] units done, [2] CTAs
-// exited, then ready[row block · 5 + head], complete at kOneReady.
-constexpr int kOneReady = 128 / kOneTokens;  // units per (row block, head)
-constexpr int kOneUnroll = 8;                // rows per step of a norm warp (16-token units: 2)
-
-__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void red_release_gpu_add(int* p, int v) {
-  asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-// Orders generic-proxy global writes (GQK's rows) with async-proxy (TMA) accesses.
-__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
-__device__ __forceinline__ void wait_count(const int* p, int target) {
-  while (ld_acquire_gpu(p) < target) __nanosleep(64);
-}
-
-// Input row of token t in head h: Q's [B,4,S,256] row (b·4 + h)·S + s; K's [B,1,S,256] row t.
-__device__ __forceinline__ int one_row(int t, int h, int seq) {
-  if (h == 4) return t;
-  const int b = t / seq;
-  return (b * 4 + h) * seq + (t - b * seq);
-}
-
-// Norm unit u = rb · kOneUnitsPerBlock + rem by one warp: tokens [t0, t1) of head h (0-3 Q, 4 K)
-// into GQK, kOneUnroll rows' loads in flight, then this unit's Σ g·x̂ row (row u: the finalize
-// sums them in a fixed order); the per-row arithmetic is stream_norm_sm90.cu's operation for
-// operation (GQK bitwise equal to the norm kernel's, which the lab checks).
-__device__ __forceinline__ void one_norm_unit(const Params& p, int rb, int rem, int lane) {
-  const OneLaunch& o = p.one;
-  const int u = rb * kOneUnitsPerBlock + rem;
-  const int h = rem / kOneReady;
-  const int t0 = rb * 128 + (rem - h * kOneReady) * kOneTokens;
-  const int t1 = min(t0 + kOneTokens, p.tokens);
-  const bool is_q = h < 4;
-  const uint4* g = is_q ? o.gq : o.gk;
-  const uint4* x = is_q ? o.xq : o.xk;
-  const float* rstd = is_q ? o.rq : o.rk;
-  float w1[8], acc[8];
-  unpack8(__ldg((is_q ? o.wq : o.wk) + lane), w1);
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    w1[j] += 1.0f;
-    acc[j] = 0.f;
-  }
-  // Each step's kOneUnroll rows go through every phase together — loads, dot products, the
-  // shuffle tree, outputs — so that their dependency chains interleave: three warps per SM have
-  // nothing else to hide a chain's latency with (call 2: one row after another, ~0.3 µs a row).
-  for (int t = t0; t < t1; t += kOneUnroll) {
-    uint4 xraw[kOneUnroll], gh[kOneUnroll];
-    float rs[kOneUnroll], dot[kOneUnroll];
-    {
-      uint4 graw[kOneUnroll];
-#pragma unroll
-      for (int i = 0; i < kOneUnroll; ++i) {  // rows past t1 load the last row again (not stored)
-        const int64_t row = one_row(min(t + i, t1 - 1), h, o.seq);
-        graw[i] = __ldg(g + row * 32 + lane);
-        xraw[i] = __ldg(x + row * 32 + lane);
-        rs[i] = __ldg(rstd + row);
-      }
-#pragma unroll
-      for (int i = 0; i < kOneUnroll; ++i) {
-        float gf[8], xf[8], ghf[8];
-        unpack8(graw[i], gf);
-        unpack8(xraw[i], xf);
-        if (t + i < t1) {  // warp-uniform
-#pragma unroll
-          for (int j = 0; j < 8; ++j) acc[j] = fmaf(gf[j], xf[j], acc[j]);
-        }
-        // ĝ = bf16(g·(1+w))
-        gh[i].x = pack_bf16x2(gf[0] * w1[0], gf[1] * w1[1]);
-        gh[i].y = pack_bf16x2(gf[2] * w1[2], gf[3] * w1[3]);
-        gh[i].z = pack_bf16x2(gf[4] * w1[4], gf[5] * w1[5]);
-        gh[i].w = pack_bf16x2(gf[6] * w1[6], gf[7] * w1[7]);
-        unpack8(gh[i], ghf);
-        float d0 = 0.f, d1 = 0.f;
-#pragma unroll
-        for (int j = 0; j < 8; j += 2) {
-          d0 = fmaf(ghf[j], xf[j], d0);
-          d1 = fmaf(ghf[j + 1], xf[j + 1], d1);
-        }
-        dot[i] = d0 + d1;
-      }
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-#pragma unroll
-      for (int i = 0; i < kOneUnroll; ++i) dot[i] += __shfl_xor_sync(0xffffffffu, dot[i], off);
-#pragma unroll
-    for (int i = 0; i < kOneUnroll; ++i) {
-      // out = rstd·(ĝ − m·x̂), m = Σ ĝ·x̂ / 256
-      float xf[8], ghf[8];
-      unpack8(xraw[i], xf);
-      unpack8(gh[i], ghf);
-      const float r = rs[i];
-      const float c = r * dot[i] * (1.0f / kD);
-      uint4 out;
-      out.x = pack_bf16x2(fmaf(-c, xf[0], r * ghf[0]), fmaf(-c, xf[1], r * ghf[1]));
-      out.y = pack_bf16x2(fmaf(-c, xf[2], r * ghf[2]), fmaf(-c, xf[3], r * ghf[3]));
-      out.z = pack_bf16x2(fmaf(-c, xf[4], r * ghf[4]), fmaf(-c, xf[5], r * ghf[5]));
-      out.w = pack_bf16x2(fmaf(-c, xf[6], r * ghf[6]), fmaf(-c, xf[7], r * ghf[7]));
-      if (t + i < t1) o.gqk[static_cast<int64_t>(t + i) * (kQK / 8) + h * (kD / 8) + lane] = out;
-    }
-  }
-  float4* row = reinterpret_cast<float4*>(o.partials + static_cast<int64_t>(u) * 2 * kD);
-  const int mine = is_q ? 0 : kD / 4;  // float4 index of this head's half
-  row[mine + 2 * lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-  row[mine + 2 * lane + 1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
-  row[(kD / 4 - mine) + 2 * lane] = make_float4(0.f, 0.f, 0.f, 0.f);
-  row[(kD / 4 - mine) + 2 * lane + 1] = make_float4(0.f, 0.f, 0.f, 0.f);
-  fence_proxy_async_global();  // this lane's GQK writes, before the producers' TMA reads
-  __threadfence();
-  __syncwarp();
-  if (lane == 0) {
-    red_release_gpu_add(o.counters + kOneCounters + rb * 5 + h, 1);
-    red_release_gpu_add(o.counters + 1, 1);
-  }
-}
-
-// Warps 1-3 in one launch: norm units from the queue until it is empty. The queue takes the row
-// blocks interleaved across dW's sw k-splits (split s reads row blocks from s · ⌈R/sw⌉ on), so
-// that every split's first rows are made first; dX's tiles read row blocks in order.
-__device__ __forceinline__ void one_norm(const Params& p, int lane) {
-  const int blocks = (p.tokens + 127) / 128;
-  const int chunk = (blocks + p.sw - 1) / p.sw;
-  const int entries = chunk * p.sw * kOneUnitsPerBlock;  // a few past the last row block: skipped
-  for (;;) {
-    int q = 0;
-    if (lane == 0) q = atomicAdd(p.one.counters, 1);
-    q = __shfl_sync(0xffffffffu, q, 0);
-    if (q >= entries) return;
-    const int j = q / kOneUnitsPerBlock;
-    const int rb = (j % p.sw) * chunk + j / p.sw;
-    if (rb < blocks) one_norm_unit(p, rb, q - j * kOneUnitsPerBlock, lane);
-  }
-}
-
-// The TMA producer in one launch, before the A load of k-block kb: the GQK rows and head it reads
-// are complete. dX: its 128-row blocks, head kb / 4 (GV's k-blocks read an input); dW: row block
-// kb / 2, head m0 / 256 (GV's rows: nothing to wait for).
-__device__ __forceinline__ void one_wait_a(const Params& p, const Work& w, int m0, int bm, int kb) {
-  const int* ready = p.one.counters + kOneCounters;
-  if (w.is_w) {
-    if (m0 >= kQK || (kb != w.kb0 && (kb & 1))) return;
-    wait_count(ready + (kb >> 1) * 5 + m0 / kD, kOneReady);
-  } else {
-    if (kb >= kKBQK || (kb != w.kb0 && (kb & 3))) return;
-    const int rb_end = min((m0 + bm) / 128, (p.tokens + 127) / 128);
-    for (int rb = m0 / 128; rb < rb_end; ++rb) wait_count(ready + rb * 5 + (kb >> 2), kOneReady);
-  }
-  fence_proxy_async_global();
-}
-
 // Row r of the output matrix a tile belongs to (dX, or dW split over its three tensors).
 __device__ __forceinline__ __nv_bfloat16* out_row(const Params& p, int is_w, int r) {
   if (!is_w) return p.dx + static_cast<int64_t>(r) * kHidden;
@@ -397,7 +231,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ------------------------------------------------------------ producer warpgroup
     if (warp == 0 && lane == 0 && nkb > 0) {
       auto load_a = [&](int kb, int st) {
-        if (p.one.seq && !p.one.diag_nowait) one_wait_a(p, w, m0, BM, kb);
         uint8_t* a = smem_a + st * A_BYTES;
         if (w.is_w) {
           // A = Gᵀ: G columns [m0, m0+BM) (M), G rows [kb*64, +64) (K); GV read in place.
@@ -439,7 +272,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_b(w.kb0 + i, i);
       }
       if (tl) tl[2] = globaltimer();
-      if (reads_gqk && !p.one.seq) pdl_wait();
+      if (reads_gqk) pdl_wait();
       if (tl) tl[3] = globaltimer();
       for (int i = 0; i < npre; ++i) load_a(w.kb0 + i, i);
       RingPos<STAGES> pos{npre % STAGES, npre == STAGES ? 1u : 0u};  // after the npre stages above
@@ -449,10 +282,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         load_b(kb, pos.stage);
         pos.advance();
       }
-    } else if (warp >= 1 && p.one.seq) {
-      one_norm(p, lane);
-      wait_count(p.one.counters + 1, one_units(p.tokens));  // every unit's partial row is written
-      finalize_norm_weight(p, fin, threadIdx.x - 32);
     } else if (warp >= 1 && p.norm_parts > 0) {
       pdl_wait();
       finalize_norm_weight(p, fin, threadIdx.x - 32);
@@ -461,19 +290,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (w.grp_size > 1) {
       cluster_sync_all();  // partials written (consumers of every CTA in the cluster)
       cluster_sync_all();  // partials read: shared memory may go
-    }
-    if (p.one.seq) {
-      __syncwarp();
-      named_barrier_sync(3, 128);  // this CTA reads the counters no more (only warps 0-3 do)
-      if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(p.one.counters + 2, 1) == static_cast<int>(gridDim.x) - 1) {
-          // The last CTA out: no one reads the counters any more; zeroed for the next call.
-          const int n = one_counters(p.tokens);
-          for (int i = 0; i < n; ++i) p.one.counters[i] = 0;
-          __threadfence();
-        }
-      }
     }
     return;
   }
@@ -674,7 +490,6 @@ cudaError_t launch(const Plan& plan, const Maps& maps, const Operands& o, cudaSt
   p.ncw = plan.ncw;
   p.ncx = plan.ncx;
   p.x_first = plan.x_first;
-  p.one = o.one;
   p.timeline = o.timeline;
   return plan.bm == 128 ? launch_as<64>(plan, maps, p, stream, pdl) : launch_as<128>(plan, maps, p, stream, pdl);
 }

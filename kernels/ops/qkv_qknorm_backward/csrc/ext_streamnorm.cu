@@ -10,9 +10,7 @@
 namespace {
 
 constexpr int kPlanValues = kidx::gemm::kPlanFields + 1;  // + norm blocks
-constexpr int kArgs = 31;                                 // without the debug timelines
-constexpr int kFlagOne = 8;                               // one launch: the norm in the GEMM kernel
-constexpr int kFlagOneNoWait = 16;                        // lab: one launch, producer never waits (WRONG)
+constexpr int kArgs = 30;                                 // without the debug timelines
 
 bool valid(long long tokens, int num_sms, const int* forced) {
   return tokens >= 1 && tokens <= kidx::norm::kMaxTokens && num_sms >= 1 && kidx::gemm::valid_forced(forced);
@@ -33,24 +31,14 @@ int kidxs_plan(long long tokens, int num_sms, const int* forced, long long* out,
   return kPlanValues;
 }
 
-// One launch's sizes for T tokens: out[0] norm units (rows of its partials), out[1] int32 counters
-// (a zeroed buffer the caller keeps per stream). Returns 2, or -1 for bad arguments.
-int kidxs_one_sizes(long long tokens, long long* out, int nout) {
-  if (tokens < 1 || tokens > kidx::norm::kMaxTokens || nout < 2) return -1;
-  out[0] = kidx::gemm::one_units(static_cast<int>(tokens));
-  out[1] = kidx::gemm::one_counters(static_cast<int>(tokens));
-  return 2;
-}
 // args (device pointers, then ints), in this order:
 //  0 grad_query 1 grad_key 2 grad_value 3 hidden_states 4 q_weight 5 k_weight 6 v_weight
 //  7 q_norm_weight 8 k_norm_weight 9 q_rstd 10 k_rstd 11 q_normed 12 k_normed
 //  13 grad_hidden 14 grad_q_weight 15 grad_k_weight 16 grad_v_weight 17 grad_q_norm_weight
 //  18 grad_k_norm_weight 19 gqk [T,1280] bf16 20 norm partials [norm blocks,512] fp32
-//  (one launch: [norm units,512]) 21 batch 22 seq 23 num_sms 24..28 forced plan (bm 0 = auto)
-//  29 flags (bit 0: PDL; bit 3: one launch; debug bits, results wrong: bit 1 skip the norm
-//  kernel, bit 2 skip the GEMM kernel, bit 4 one launch whose producer never waits) 30 one launch's counters [kidxs_one_sizes out[1]] int32,
-//  zero at the call (and left zero by it), or 0
-//  [31 debug: norm timeline [norm blocks][4] u64 or 0, 32 GEMM timeline [grid][12] u64 or 0]
+//  21 batch 22 seq 23 num_sms 24..28 forced plan (bm 0 = auto) 29 flags (bit 0: PDL; debug bits,
+//  results wrong: bit 1 skip the norm kernel, bit 2 skip the GEMM kernel)
+//  [30 debug: norm timeline [norm blocks][4] u64 or 0, 31 GEMM timeline [grid][12] u64 or 0]
 // Returns a cudaError_t value (0 = success), -1 when a tensor map could not be encoded, -2 for
 // bad arguments.
 int kidxs_launch(const unsigned long long* a, int n, void* stream_ptr) {
@@ -71,24 +59,16 @@ int kidxs_launch(const unsigned long long* a, int n, void* stream_ptr) {
   if (batch < 1 || seq < 1 || !valid(tokens, sms, forced)) return kErrArguments;
   const gemm::Plan plan = gemm::make_plan(static_cast<int>(tokens), forced);
   const norm::Shape shape = norm::shape(static_cast<int>(tokens), sms);
-  const bool one = flags & kFlagOne;
-  const bool run_norm = !(flags & 2) && !one;
+  const bool run_norm = !(flags & 2);
   const bool run_gemm = !(flags & 4);
-  if (one && (a[30] == 0 || !run_gemm)) return kErrArguments;
 
-  gemm::Operands g{bf(19), bf(2), bf(3), bf(4), bf(5), bf(6), bf(13), bf(14), bf(15), bf(16),
-                   f32(20), run_norm ? shape.grid : 0, f32(17), f32(18), static_cast<int>(tokens), {}, timeline(32)};
-  if (one) {
-    g.norm_parts = gemm::one_units(static_cast<int>(tokens));
-    g.one = gemm::OneLaunch{u4(0), u4(11), f32(9), u4(1), u4(12), f32(10), u4(7), u4(8),
-                            reinterpret_cast<uint4*>(a[19]), f32(20), reinterpret_cast<int*>(a[30]), seq,
-                            (flags & kFlagOneNoWait) ? 1 : 0};
-  }
+  const gemm::Operands g{bf(19), bf(2), bf(3), bf(4), bf(5), bf(6), bf(13), bf(14), bf(15), bf(16),
+                         f32(20), run_norm ? shape.grid : 0, f32(17), f32(18), static_cast<int>(tokens), timeline(31)};
   gemm::Maps maps;
   if (!gemm::encode_maps(g, &maps)) return kErrTensorMap;
   if (run_norm) {
     const norm::Operands q{u4(0), u4(11), f32(9), u4(1), u4(12), f32(10), u4(7), u4(8),
-                           reinterpret_cast<uint4*>(a[19]), f32(20), seq, static_cast<int>(tokens), timeline(31)};
+                           reinterpret_cast<uint4*>(a[19]), f32(20), seq, static_cast<int>(tokens), timeline(30)};
     const cudaError_t err = norm::launch(shape, q, stream);
     if (err != cudaSuccess) return err;
   }
