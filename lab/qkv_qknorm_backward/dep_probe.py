@@ -33,8 +33,9 @@ SMALL = [(128, 1536, 1536), (512, 1536, 1536), (1024, 1536, 1536), (1536, 1536, 
 # wp_dep_launch's `norm` argument: 0 the kernel on a G made beforehand; 1 the 15th session's `dep`
 # (CTA j of a row block makes its heads j, j + 6, …; 4 rows in flight per norm warp); 16th
 # session: 2 = 1 with 8 rows in flight; 3 = every CTA makes 1/6 of the rows of every head, in the
-# order they are read; 4 = 3 with 8 rows in flight.
-VARIANTS = {"dep-pre": 0, "dep": 1, "dep-u8": 2, "dep-rows": 3, "dep-rows-u8": 4}
+# order they are read; 4 = 3 with 8 rows in flight; 5 = 1 with each step's 4 rows taken through
+# each phase together (loads, dot products, shuffles, outputs); 6 = 5 with rows split.
+VARIANTS = {"dep-pre": 0, "dep": 1, "dep-u8": 2, "dep-rows": 3, "dep-rows-u8": 4, "dep-ph4": 5, "dep-rows-ph4": 6}
 
 
 def reference_g(torch, g, x, w, rs):

@@ -167,6 +167,54 @@ __device__ __forceinline__ void side_rows(const SideArgs& sa, int r0, int r1, in
   }
 }
 
+// 16th session: side_rows with a step's kU rows taken through each phase together (loads; ĝ and
+// dot products; the shuffle tree of all kU; outputs), so that their dependency chains interleave
+// (one warp per scheduler has nothing else to hide them with). Same arithmetic as side_rows.
+template <int kU>
+__device__ __forceinline__ void side_rows_phased(const SideArgs& sa, int r0, int r1, int sw, int nw, int lane) {
+  const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(sa.w) + lane);
+  for (int r = r0 + sw * kU; r < r1; r += nw * kU) {
+    uint4 gh[kU], x[kU];
+    float rs[kU], dot[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int row = min(r + u, r1 - 1);
+      gh[u] = __ldg(reinterpret_cast<const uint4*>(sa.g + static_cast<size_t>(row) * sa.ld) + lane);
+      x[u] = __ldg(reinterpret_cast<const uint4*>(sa.x + static_cast<size_t>(row) * sa.ld) + lane);
+      rs[u] = __ldg(sa.rs + static_cast<size_t>(row) * sa.rs_ld);
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      gh[u] = make_uint4(hfma2_bf16(gh[u].x, w16.x, gh[u].x), hfma2_bf16(gh[u].y, w16.y, gh[u].y),
+                         hfma2_bf16(gh[u].z, w16.z, gh[u].z), hfma2_bf16(gh[u].w, w16.w, gh[u].w));
+      float gf[8], xf[8];
+      unpack8(gh[u], gf);
+      unpack8(x[u], xf);
+      float d = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) d = fmaf(gf[e], xf[e], d);
+      dot[u] = d;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+      for (int u = 0; u < kU; ++u) dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      float gf[8], xf[8], o8[8];
+      unpack8(gh[u], gf);
+      unpack8(x[u], xf);
+      const float m = dot[u] * (1.f / 256.f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o8[e] = rs[u] * (gf[e] - m * xf[e]);
+      if (r + u < r1)
+        reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(r + u) * sa.ld)[lane] =
+            make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]),
+                       pack_bf16x2(o8[6], o8[7]));
+    }
+  }
+}
+
 // kCX: consumer warpgroup h (0, 1) rewrites its own 64 rows of stage `stage`'s g box into G (the
 // same arithmetic as kX), one 16-byte chunk at a time (its 128 accumulators stay live).
 __device__ __forceinline__ void transform_own(uint8_t* smem, int stage_bytes, int b_bytes, int stage, int h, int m0,
@@ -834,7 +882,9 @@ __device__ __forceinline__ void store_acc256(__nv_bfloat16* c, const float (&acc
 // 16th session: kRowSplit (each of the row block's CTAs makes 1/ntn of the rows of every head, so
 // head 0 is ready after 1/ntn of the time; a head's count reaches 3·ntn) and kUnroll (rows in
 // flight per norm warp): call 1 showed the norm warps' rate, not the GEMM, setting the pace.
-template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll>
+// kPhased: side_rows_phased. (A fourth warpgroup of norm warps does not compile: 512 threads cap
+// every thread at 128 registers, and the m64n256 wgmma with its 128 accumulators needs ≥ 154.)
+template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll, bool kPhased = false>
 __global__ void __launch_bounds__(kThreads, 1)
     dep_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                __nv_bfloat16* __restrict__ c, int n, int k, DepArgs da) {
@@ -850,6 +900,30 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int mt = blockIdx.x / ntn, nt = blockIdx.x % ntn;
   const int m0 = mt * kBM, n0 = nt * kN;
   const int nk = k / kBK;
+  constexpr int kNormWarps = 3;
+  // This CTA's share of its row block's G, by norm warp nw of kNormWarps: every head in the order
+  // the GEMM reads them, rows [r0, r1) of each (kRowSplit), or the whole 128 rows of the heads
+  // nt, nt + ntn, …
+  auto make_norm = [&](int nw) {
+    const int r0 = kRowSplit ? m0 + nt * kBM / ntn : m0, r1 = kRowSplit ? m0 + (nt + 1) * kBM / ntn : m0 + kBM;
+    for (int h = kRowSplit ? 0 : nt; h < heads; h += kRowSplit ? 1 : ntn) {
+      SideArgs sa;
+      sa.g = da.g + h * 256;
+      sa.x = da.x + h * 256;
+      sa.rs = da.rs + h;
+      sa.w = da.w;
+      sa.out = da.G + h * 256;
+      sa.rows = kBM;
+      sa.ld = k;
+      sa.rs_ld = heads;
+      if constexpr (kPhased) side_rows_phased<kUnroll>(sa, r0, r1, nw, kNormWarps, lane);
+      else side_rows<kUnroll>(sa, r0, r1, nw, kNormWarps, lane);
+      fence_proxy_async_global();
+      __threadfence();
+      __syncwarp();
+      if (lane == 0) red_release_gpu_add(da.ready + mt * heads + h, 1);
+    }
+  };
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       mbar_init(&full[s], 1);
@@ -868,7 +942,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int kb = 0; kb < nk; ++kb) {
           if (kNorm && (kb & 3) == 0) {  // a new head: wait until its G rows are all written
             const int* count = da.ready + mt * heads + (kb >> 2);
-            while (ld_acquire_gpu(count) < (kRowSplit ? 3 * ntn : 3)) __nanosleep(64);
+            while (ld_acquire_gpu(count) < (kRowSplit ? kNormWarps * ntn : kNormWarps)) __nanosleep(64);
             fence_proxy_async_global();
           }
           ring_acquire(full, empty, pos, kStageBytes);
@@ -882,25 +956,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     } else if (kNorm) {
-      // This CTA's share of its row block's G: every head in the order the GEMM reads them, rows
-      // [r0, r1) of each (kRowSplit), or the whole 128 rows of the heads nt, nt + ntn, …
-      const int r0 = kRowSplit ? m0 + nt * kBM / ntn : m0, r1 = kRowSplit ? m0 + (nt + 1) * kBM / ntn : m0 + kBM;
-      for (int h = kRowSplit ? 0 : nt; h < heads; h += kRowSplit ? 1 : ntn) {
-        SideArgs sa;
-        sa.g = da.g + h * 256;
-        sa.x = da.x + h * 256;
-        sa.rs = da.rs + h;
-        sa.w = da.w;
-        sa.out = da.G + h * 256;
-        sa.rows = kBM;
-        sa.ld = k;
-        sa.rs_ld = heads;
-        side_rows<kUnroll>(sa, r0, r1, warp - 1, 3, lane);
-        fence_proxy_async_global();
-        __threadfence();
-        __syncwarp();
-        if (lane == 0) red_release_gpu_add(da.ready + mt * heads + h, 1);
-      }
+      make_norm(warp - 1);
     }
   } else {
     setmaxnreg_inc<200>();
@@ -928,7 +984,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll>
+template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll, bool kPhased = false>
 int launch_dep(const void* g_buf, const void* b, void* c, int m, int n, int k, DepArgs da, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % 256) return -2;
   const int grid = (m / kBM) * (n / 256);
@@ -938,7 +994,7 @@ int launch_dep(const void* g_buf, const void* b, void* c, int m, int n, int k, D
   if (kNorm && grid > sms) return -2;  // CTAs wait on each other: all resident at once
   CUtensorMap ma, mb;
   if (!make_map(&ma, g_buf, m, k, k) || !make_map(&mb, b, k, n, n)) return -1;
-  auto fn = dep_kernel<kNorm, kRowSplit, kUnroll>;
+  auto fn = dep_kernel<kNorm, kRowSplit, kUnroll, kPhased>;
   constexpr int smem = 4 * (kABytes + kBK * 256 * 2) + 1024 + 64;
   static bool attr = false;
   if (!attr) {
@@ -972,7 +1028,8 @@ extern "C" {
 // while the GEMM C = G·B reads it, `ready` ([M/128, K/256] int32) zeroed by the caller before each
 // launch; norm = 0: C = G·B from a G made beforehand (same kernel, no norm, no waits). 16th
 // session: 2 = 1 with 8 rows in flight per norm warp; 3 = rows split across the row block's CTAs;
-// 4 = 3 with 8 rows in flight.
+// 4 = 3 with 8 rows in flight; 5 = 1 with each step's 4 rows through each phase together
+// (side_rows_phased; 6 or 8 rows spill in the norm warps' 104 registers); 6 = 5 with rows split.
 int wp_dep_launch(int norm, void* G, const void* b, void* c, int m, int n, int k, const void* g, const void* x,
                   const void* w, const void* rs, void* ready, void* stream) {
   const wp::DepArgs da{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
@@ -986,6 +1043,8 @@ int wp_dep_launch(int norm, void* G, const void* b, void* c, int m, int n, int k
     case 2: return wp::launch_dep<true, false, 8>(G, b, c, m, n, k, da, s);
     case 3: return wp::launch_dep<true, true>(G, b, c, m, n, k, da, s);
     case 4: return wp::launch_dep<true, true, 8>(G, b, c, m, n, k, da, s);
+    case 5: return wp::launch_dep<true, false, 4, true>(G, b, c, m, n, k, da, s);
+    case 6: return wp::launch_dep<true, true, 4, true>(G, b, c, m, n, k, da, s);
     default: return -2;
   }
 }
