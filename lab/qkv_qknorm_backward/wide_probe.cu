@@ -215,6 +215,82 @@ __device__ __forceinline__ void side_rows_phased(const SideArgs& sa, int r0, int
   }
 }
 
+// 16th session, after call 6's Nsight Compute (dep's norm warps: half their samples wait on their
+// loads, most of the rest on short dependencies): side_rows_phased fed by a per-warp cp.async ring
+// of two slots of kU rows, so the next step's rows are in flight while this step is computed, at
+// no register cost. `ring`: this warp's 2 · kCpSlotBytes of shared memory.
+constexpr int kCpRows = 4;
+constexpr int kCpSlotBytes = kCpRows * 1024 + 16;  // g, x̂ rows (512 B each), rstd
+__device__ __forceinline__ void side_rows_cp(const SideArgs& sa, int r0, int r1, int sw, int nw, int lane,
+                                             uint8_t* ring) {
+  constexpr int kU = kCpRows;
+  const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(sa.w) + lane);
+  const uint32_t ring_addr = smem_u32(ring);
+  const int step = nw * kU;
+  auto fetch = [&](int r, int slot) {  // rows r.. of a step into a slot; always one commit group
+    if (r < r1) {
+      const uint32_t dst = ring_addr + slot * kCpSlotBytes;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const size_t row = static_cast<size_t>(min(r + u, r1 - 1));
+        cp_async16(dst + u * 512 + lane * 16, reinterpret_cast<const uint4*>(sa.g + row * sa.ld) + lane);
+        cp_async16(dst + kU * 512 + u * 512 + lane * 16, reinterpret_cast<const uint4*>(sa.x + row * sa.ld) + lane);
+      }
+      if (lane < kU) cp_async4(dst + kU * 1024 + lane * 4, sa.rs + static_cast<size_t>(min(r + lane, r1 - 1)) * sa.rs_ld);
+    }
+    cp_async_commit();
+  };
+  int slot = 0;
+  fetch(r0 + sw * kU, 0);
+  for (int r = r0 + sw * kU; r < r1; r += step) {
+    fetch(r + step, slot ^ 1);  // the next step's rows, in flight while this one is computed
+    cp_async_wait<1>();
+    __syncwarp();  // rstd was copied by lanes 0..kU-1
+    const uint8_t* src = ring + slot * kCpSlotBytes;
+    uint4 gh[kU], x[kU];
+    float rs[kU], dot[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      gh[u] = *reinterpret_cast<const uint4*>(src + u * 512 + lane * 16);
+      x[u] = *reinterpret_cast<const uint4*>(src + kU * 512 + u * 512 + lane * 16);
+      rs[u] = reinterpret_cast<const float*>(src + kU * 1024)[u];
+    }
+    __syncwarp();  // every lane has read the slot that the next step's fetch refills
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      gh[u] = make_uint4(hfma2_bf16(gh[u].x, w16.x, gh[u].x), hfma2_bf16(gh[u].y, w16.y, gh[u].y),
+                         hfma2_bf16(gh[u].z, w16.z, gh[u].z), hfma2_bf16(gh[u].w, w16.w, gh[u].w));
+      float gf[8], xf[8];
+      unpack8(gh[u], gf);
+      unpack8(x[u], xf);
+      float d = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) d = fmaf(gf[e], xf[e], d);
+      dot[u] = d;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+      for (int u = 0; u < kU; ++u) dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      float gf[8], xf[8], o8[8];
+      unpack8(gh[u], gf);
+      unpack8(x[u], xf);
+      const float m = dot[u] * (1.f / 256.f);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o8[e] = rs[u] * (gf[e] - m * xf[e]);
+      if (r + u < r1)
+        reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(r + u) * sa.ld)[lane] =
+            make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]),
+                       pack_bf16x2(o8[6], o8[7]));
+    }
+    slot ^= 1;
+  }
+  cp_async_wait<0>();  // no copy outlives the rows (the ring is reused by the next head)
+  __syncwarp();
+}
+
 // kCX: consumer warpgroup h (0, 1) rewrites its own 64 rows of stage `stage`'s g box into G (the
 // same arithmetic as kX), one 16-byte chunk at a time (its 128 accumulators stay live).
 __device__ __forceinline__ void transform_own(uint8_t* smem, int stage_bytes, int b_bytes, int stage, int h, int m0,
@@ -884,7 +960,8 @@ __device__ __forceinline__ void store_acc256(__nv_bfloat16* c, const float (&acc
 // flight per norm warp): call 1 showed the norm warps' rate, not the GEMM, setting the pace.
 // kPhased: side_rows_phased. (A fourth warpgroup of norm warps does not compile: 512 threads cap
 // every thread at 128 registers, and the m64n256 wgmma with its 128 accumulators needs ≥ 154.)
-template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll, bool kPhased = false>
+// kCp (16th session): side_rows_cp, each norm warp's ring after the GEMM's stages.
+template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll, bool kPhased = false, bool kCp = false>
 __global__ void __launch_bounds__(kThreads, 1)
     dep_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                __nv_bfloat16* __restrict__ c, int n, int k, DepArgs da) {
@@ -916,7 +993,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       sa.rows = kBM;
       sa.ld = k;
       sa.rs_ld = heads;
-      if constexpr (kPhased) side_rows_phased<kUnroll>(sa, r0, r1, nw, kNormWarps, lane);
+      if constexpr (kCp) side_rows_cp(sa, r0, r1, nw, kNormWarps, lane, smem + kStages * kStageBytes + 128 + nw * 2 * kCpSlotBytes);
+      else if constexpr (kPhased) side_rows_phased<kUnroll>(sa, r0, r1, nw, kNormWarps, lane);
       else side_rows<kUnroll>(sa, r0, r1, nw, kNormWarps, lane);
       fence_proxy_async_global();
       __threadfence();
@@ -984,7 +1062,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll, bool kPhased = false>
+template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll, bool kPhased = false, bool kCp = false>
 int launch_dep(const void* g_buf, const void* b, void* c, int m, int n, int k, DepArgs da, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % 256) return -2;
   const int grid = (m / kBM) * (n / 256);
@@ -994,8 +1072,8 @@ int launch_dep(const void* g_buf, const void* b, void* c, int m, int n, int k, D
   if (kNorm && grid > sms) return -2;  // CTAs wait on each other: all resident at once
   CUtensorMap ma, mb;
   if (!make_map(&ma, g_buf, m, k, k) || !make_map(&mb, b, k, n, n)) return -1;
-  auto fn = dep_kernel<kNorm, kRowSplit, kUnroll, kPhased>;
-  constexpr int smem = 4 * (kABytes + kBK * 256 * 2) + 1024 + 64;
+  auto fn = dep_kernel<kNorm, kRowSplit, kUnroll, kPhased, kCp>;
+  constexpr int smem = 4 * (kABytes + kBK * 256 * 2) + 1024 + (kCp ? 128 + 3 * 2 * kCpSlotBytes : 64);
   static bool attr = false;
   if (!attr) {
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -1029,7 +1107,8 @@ extern "C" {
 // launch; norm = 0: C = G·B from a G made beforehand (same kernel, no norm, no waits). 16th
 // session: 2 = 1 with 8 rows in flight per norm warp; 3 = rows split across the row block's CTAs;
 // 4 = 3 with 8 rows in flight; 5 = 1 with each step's 4 rows through each phase together
-// (side_rows_phased; 6 or 8 rows spill in the norm warps' 104 registers); 6 = 5 with rows split.
+// (side_rows_phased; 6 or 8 rows spill in the norm warps' 104 registers); 6 = 5 with rows split;
+// 7 = 5 fed by a per-warp cp.async ring of two 4-row slots (side_rows_cp).
 int wp_dep_launch(int norm, void* G, const void* b, void* c, int m, int n, int k, const void* g, const void* x,
                   const void* w, const void* rs, void* ready, void* stream) {
   const wp::DepArgs da{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
@@ -1045,6 +1124,7 @@ int wp_dep_launch(int norm, void* G, const void* b, void* c, int m, int n, int k
     case 4: return wp::launch_dep<true, true, 8>(G, b, c, m, n, k, da, s);
     case 5: return wp::launch_dep<true, false, 4, true>(G, b, c, m, n, k, da, s);
     case 6: return wp::launch_dep<true, true, 4, true>(G, b, c, m, n, k, da, s);
+    case 7: return wp::launch_dep<true, false, 4, false, true>(G, b, c, m, n, k, da, s);
     default: return -2;
   }
 }
