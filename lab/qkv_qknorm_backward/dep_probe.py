@@ -35,8 +35,12 @@ SMALL = [(128, 1536, 1536), (512, 1536, 1536), (1024, 1536, 1536), (1536, 1536, 
 # session: 2 = 1 with 8 rows in flight; 3 = every CTA makes 1/6 of the rows of every head, in the
 # order they are read; 4 = 3 with 8 rows in flight; 5 = 1 with each step's 4 rows taken through
 # each phase together (loads, dot products, shuffles, outputs); 6 = 5 with rows split; 7 = 5 fed
-# by a per-warp cp.async ring (the next step's rows in flight while one is computed).
-VARIANTS = {"dep-pre": 0, "dep": 1, "dep-u8": 2, "dep-rows": 3, "dep-rows-u8": 4, "dep-ph4": 5, "dep-rows-ph4": 6, "dep-cp4": 7}
+# by a per-warp cp.async ring (the next step's rows in flight while one is computed): two slots
+# of 4 rows; 8 = three of 3 (two steps ahead).
+VARIANTS = {
+    "dep-pre": 0, "dep": 1, "dep-u8": 2, "dep-rows": 3, "dep-rows-u8": 4, "dep-ph4": 5, "dep-rows-ph4": 6,
+    "dep-cp4": 7, "dep-cp3x3": 8,
+}  # fmt: skip
 
 
 def reference_g(torch, g, x, w, rs):

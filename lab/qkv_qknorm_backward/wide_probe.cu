@@ -217,13 +217,16 @@ __device__ __forceinline__ void side_rows_phased(const SideArgs& sa, int r0, int
 
 // 16th session, after call 6's Nsight Compute (dep's norm warps: half their samples wait on their
 // loads, most of the rest on short dependencies): side_rows_phased fed by a per-warp cp.async ring
-// of two slots of kU rows, so the next step's rows are in flight while this step is computed, at
-// no register cost. `ring`: this warp's 2 · kCpSlotBytes of shared memory.
-constexpr int kCpRows = 4;
-constexpr int kCpSlotBytes = kCpRows * 1024 + 16;  // g, x̂ rows (512 B each), rstd
+// of kSlots slots of kU rows, so the next kSlots − 1 steps' rows are in flight while this step is
+// computed, at no register cost. `ring`: this warp's cp_ring_bytes<kU, kSlots>() of shared memory.
+template <int kU>
+__host__ __device__ constexpr int cp_slot_bytes() { return kU * 1024 + 16; }  // g, x̂ rows (512 B each), rstd
+template <int kU, int kSlots>
+__host__ __device__ constexpr int cp_ring_bytes() { return kSlots * cp_slot_bytes<kU>(); }
+template <int kU, int kSlots>
 __device__ __forceinline__ void side_rows_cp(const SideArgs& sa, int r0, int r1, int sw, int nw, int lane,
                                              uint8_t* ring) {
-  constexpr int kU = kCpRows;
+  constexpr int kCpSlotBytes = cp_slot_bytes<kU>();
   const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(sa.w) + lane);
   const uint32_t ring_addr = smem_u32(ring);
   const int step = nw * kU;
@@ -241,10 +244,12 @@ __device__ __forceinline__ void side_rows_cp(const SideArgs& sa, int r0, int r1,
     cp_async_commit();
   };
   int slot = 0;
-  fetch(r0 + sw * kU, 0);
+#pragma unroll
+  for (int i = 0; i < kSlots - 1; ++i) fetch(r0 + sw * kU + i * step, i);
   for (int r = r0 + sw * kU; r < r1; r += step) {
-    fetch(r + step, slot ^ 1);  // the next step's rows, in flight while this one is computed
-    cp_async_wait<1>();
+    // the rows kSlots − 1 steps ahead, into the slot read one step ago
+    fetch(r + (kSlots - 1) * step, slot == 0 ? kSlots - 1 : slot - 1);
+    cp_async_wait<kSlots - 1>();
     __syncwarp();  // rstd was copied by lanes 0..kU-1
     const uint8_t* src = ring + slot * kCpSlotBytes;
     uint4 gh[kU], x[kU];
@@ -285,7 +290,7 @@ __device__ __forceinline__ void side_rows_cp(const SideArgs& sa, int r0, int r1,
             make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]),
                        pack_bf16x2(o8[6], o8[7]));
     }
-    slot ^= 1;
+    slot = slot == kSlots - 1 ? 0 : slot + 1;
   }
   cp_async_wait<0>();  // no copy outlives the rows (the ring is reused by the next head)
   __syncwarp();
@@ -960,8 +965,8 @@ __device__ __forceinline__ void store_acc256(__nv_bfloat16* c, const float (&acc
 // flight per norm warp): call 1 showed the norm warps' rate, not the GEMM, setting the pace.
 // kPhased: side_rows_phased. (A fourth warpgroup of norm warps does not compile: 512 threads cap
 // every thread at 128 registers, and the m64n256 wgmma with its 128 accumulators needs ≥ 154.)
-// kCp (16th session): side_rows_cp, each norm warp's ring after the GEMM's stages.
-template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll, bool kPhased = false, bool kCp = false>
+// kCpSlots (16th session): side_rows_cp<kUnroll, kCpSlots>, each norm warp's ring after the GEMM's stages.
+template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll, bool kPhased = false, int kCpSlots = 0>
 __global__ void __launch_bounds__(kThreads, 1)
     dep_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                __nv_bfloat16* __restrict__ c, int n, int k, DepArgs da) {
@@ -993,7 +998,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       sa.rows = kBM;
       sa.ld = k;
       sa.rs_ld = heads;
-      if constexpr (kCp) side_rows_cp(sa, r0, r1, nw, kNormWarps, lane, smem + kStages * kStageBytes + 128 + nw * 2 * kCpSlotBytes);
+      if constexpr (kCpSlots > 0)
+        side_rows_cp<kUnroll, kCpSlots>(sa, r0, r1, nw, kNormWarps, lane,
+                                        smem + kStages * kStageBytes + 128 + nw * cp_ring_bytes<kUnroll, kCpSlots>());
       else if constexpr (kPhased) side_rows_phased<kUnroll>(sa, r0, r1, nw, kNormWarps, lane);
       else side_rows<kUnroll>(sa, r0, r1, nw, kNormWarps, lane);
       fence_proxy_async_global();
@@ -1062,7 +1069,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll, bool kPhased = false, bool kCp = false>
+template <bool kNorm, bool kRowSplit = false, int kUnroll = kSideUnroll, bool kPhased = false, int kCpSlots = 0>
 int launch_dep(const void* g_buf, const void* b, void* c, int m, int n, int k, DepArgs da, cudaStream_t stream) {
   if (m % kBM || n % 256 || k % 256) return -2;
   const int grid = (m / kBM) * (n / 256);
@@ -1072,8 +1079,9 @@ int launch_dep(const void* g_buf, const void* b, void* c, int m, int n, int k, D
   if (kNorm && grid > sms) return -2;  // CTAs wait on each other: all resident at once
   CUtensorMap ma, mb;
   if (!make_map(&ma, g_buf, m, k, k) || !make_map(&mb, b, k, n, n)) return -1;
-  auto fn = dep_kernel<kNorm, kRowSplit, kUnroll, kPhased, kCp>;
-  constexpr int smem = 4 * (kABytes + kBK * 256 * 2) + 1024 + (kCp ? 128 + 3 * 2 * kCpSlotBytes : 64);
+  auto fn = dep_kernel<kNorm, kRowSplit, kUnroll, kPhased, kCpSlots>;
+  constexpr int smem =
+      4 * (kABytes + kBK * 256 * 2) + 1024 + (kCpSlots > 0 ? 128 + 3 * cp_ring_bytes<kUnroll, kCpSlots>() : 64);
   static bool attr = false;
   if (!attr) {
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -1108,7 +1116,8 @@ extern "C" {
 // session: 2 = 1 with 8 rows in flight per norm warp; 3 = rows split across the row block's CTAs;
 // 4 = 3 with 8 rows in flight; 5 = 1 with each step's 4 rows through each phase together
 // (side_rows_phased; 6 or 8 rows spill in the norm warps' 104 registers); 6 = 5 with rows split;
-// 7 = 5 fed by a per-warp cp.async ring of two 4-row slots (side_rows_cp).
+// 7 = 5 fed by a per-warp cp.async ring of two 4-row slots (side_rows_cp); 8 = three 3-row slots
+// (two steps ahead; three 4-row slots do not fit beside the stages, two 5-row ones spill).
 int wp_dep_launch(int norm, void* G, const void* b, void* c, int m, int n, int k, const void* g, const void* x,
                   const void* w, const void* rs, void* ready, void* stream) {
   const wp::DepArgs da{reinterpret_cast<const __nv_bfloat16*>(g), reinterpret_cast<const __nv_bfloat16*>(x),
@@ -1124,7 +1133,8 @@ int wp_dep_launch(int norm, void* G, const void* b, void* c, int m, int n, int k
     case 4: return wp::launch_dep<true, true, 8>(G, b, c, m, n, k, da, s);
     case 5: return wp::launch_dep<true, false, 4, true>(G, b, c, m, n, k, da, s);
     case 6: return wp::launch_dep<true, true, 4, true>(G, b, c, m, n, k, da, s);
-    case 7: return wp::launch_dep<true, false, 4, false, true>(G, b, c, m, n, k, da, s);
+    case 7: return wp::launch_dep<true, false, 4, false, 2>(G, b, c, m, n, k, da, s);
+    case 8: return wp::launch_dep<true, false, 3, false, 3>(G, b, c, m, n, k, da, s);
     default: return -2;
   }
 }
