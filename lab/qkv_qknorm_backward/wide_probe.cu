@@ -170,12 +170,50 @@ __device__ __forceinline__ void side_rows(const SideArgs& sa, int r0, int r1, in
 // 16th session: side_rows with a step's kU rows taken through each phase together (loads; ĝ and
 // dot products; the shuffle tree of all kU; outputs), so that their dependency chains interleave
 // (one warp per scheduler has nothing else to hide them with). Same arithmetic as side_rows.
+// One step of kU rows r.. (rows past r1 computed, not stored) from their raw g, x̂ and rstd: ĝ and
+// the dot products of every row, then the shuffle tree of all kU, then the outputs — each phase
+// for all rows together, so their dependency chains interleave.
+template <int kU>
+__device__ __forceinline__ void side_step(const SideArgs& sa, const uint4& w16, uint4 (&gh)[kU], const uint4 (&x)[kU],
+                                          const float (&rs)[kU], int r, int r1, int lane) {
+  float dot[kU];
+#pragma unroll
+  for (int u = 0; u < kU; ++u) {
+    gh[u] = make_uint4(hfma2_bf16(gh[u].x, w16.x, gh[u].x), hfma2_bf16(gh[u].y, w16.y, gh[u].y),
+                       hfma2_bf16(gh[u].z, w16.z, gh[u].z), hfma2_bf16(gh[u].w, w16.w, gh[u].w));
+    float gf[8], xf[8];
+    unpack8(gh[u], gf);
+    unpack8(x[u], xf);
+    float d = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) d = fmaf(gf[e], xf[e], d);
+    dot[u] = d;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+    for (int u = 0; u < kU; ++u) dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
+#pragma unroll
+  for (int u = 0; u < kU; ++u) {
+    float gf[8], xf[8], o8[8];
+    unpack8(gh[u], gf);
+    unpack8(x[u], xf);
+    const float m = dot[u] * (1.f / 256.f);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o8[e] = rs[u] * (gf[e] - m * xf[e]);
+    if (r + u < r1)
+      reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(r + u) * sa.ld)[lane] =
+          make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]),
+                     pack_bf16x2(o8[6], o8[7]));
+  }
+}
+
 template <int kU>
 __device__ __forceinline__ void side_rows_phased(const SideArgs& sa, int r0, int r1, int sw, int nw, int lane) {
   const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(sa.w) + lane);
   for (int r = r0 + sw * kU; r < r1; r += nw * kU) {
     uint4 gh[kU], x[kU];
-    float rs[kU], dot[kU];
+    float rs[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int row = min(r + u, r1 - 1);
@@ -183,35 +221,7 @@ __device__ __forceinline__ void side_rows_phased(const SideArgs& sa, int r0, int
       x[u] = __ldg(reinterpret_cast<const uint4*>(sa.x + static_cast<size_t>(row) * sa.ld) + lane);
       rs[u] = __ldg(sa.rs + static_cast<size_t>(row) * sa.rs_ld);
     }
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      gh[u] = make_uint4(hfma2_bf16(gh[u].x, w16.x, gh[u].x), hfma2_bf16(gh[u].y, w16.y, gh[u].y),
-                         hfma2_bf16(gh[u].z, w16.z, gh[u].z), hfma2_bf16(gh[u].w, w16.w, gh[u].w));
-      float gf[8], xf[8];
-      unpack8(gh[u], gf);
-      unpack8(x[u], xf);
-      float d = 0.f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) d = fmaf(gf[e], xf[e], d);
-      dot[u] = d;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-      for (int u = 0; u < kU; ++u) dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      float gf[8], xf[8], o8[8];
-      unpack8(gh[u], gf);
-      unpack8(x[u], xf);
-      const float m = dot[u] * (1.f / 256.f);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o8[e] = rs[u] * (gf[e] - m * xf[e]);
-      if (r + u < r1)
-        reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(r + u) * sa.ld)[lane] =
-            make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]),
-                       pack_bf16x2(o8[6], o8[7]));
-    }
+    side_step<kU>(sa, w16, gh, x, rs, r, r1, lane);
   }
 }
 
@@ -253,7 +263,7 @@ __device__ __forceinline__ void side_rows_cp(const SideArgs& sa, int r0, int r1,
     __syncwarp();  // rstd was copied by lanes 0..kU-1
     const uint8_t* src = ring + slot * kCpSlotBytes;
     uint4 gh[kU], x[kU];
-    float rs[kU], dot[kU];
+    float rs[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       gh[u] = *reinterpret_cast<const uint4*>(src + u * 512 + lane * 16);
@@ -261,35 +271,7 @@ __device__ __forceinline__ void side_rows_cp(const SideArgs& sa, int r0, int r1,
       rs[u] = reinterpret_cast<const float*>(src + kU * 1024)[u];
     }
     __syncwarp();  // every lane has read the slot that the next step's fetch refills
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      gh[u] = make_uint4(hfma2_bf16(gh[u].x, w16.x, gh[u].x), hfma2_bf16(gh[u].y, w16.y, gh[u].y),
-                         hfma2_bf16(gh[u].z, w16.z, gh[u].z), hfma2_bf16(gh[u].w, w16.w, gh[u].w));
-      float gf[8], xf[8];
-      unpack8(gh[u], gf);
-      unpack8(x[u], xf);
-      float d = 0.f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) d = fmaf(gf[e], xf[e], d);
-      dot[u] = d;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-      for (int u = 0; u < kU; ++u) dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      float gf[8], xf[8], o8[8];
-      unpack8(gh[u], gf);
-      unpack8(x[u], xf);
-      const float m = dot[u] * (1.f / 256.f);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o8[e] = rs[u] * (gf[e] - m * xf[e]);
-      if (r + u < r1)
-        reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(r + u) * sa.ld)[lane] =
-            make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]),
-                       pack_bf16x2(o8[6], o8[7]));
-    }
+    side_step<kU>(sa, w16, gh, x, rs, r, r1, lane);
     slot = slot == kSlots - 1 ? 0 : slot + 1;
   }
   cp_async_wait<0>();  // no copy outlives the rows (the ring is reused by the next head)
