@@ -128,6 +128,31 @@ SideArgs g_side{};  // host: set by wp_set_side before a kSide launch
 
 constexpr int kSideUnroll = 4;  // rows in flight per warp
 
+// Row `row` of G, this lane's 8 columns: bf16(rstd·(ĝ − m·x̂)), stored if `store`.
+__device__ __forceinline__ void side_out(const SideArgs& sa, int row, bool store, int lane, const float (&gf)[8],
+                                         const float (&xf)[8], float rs, float m) {
+  float o8[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) o8[e] = rs * (gf[e] - m * xf[e]);
+  if (store)
+    reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(row) * sa.ld)[lane] =
+        make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]), pack_bf16x2(o8[6], o8[7]));
+}
+
+// The raw g, x̂ (this lane's 8 columns) and rstd of rows r.. r + kU − 1 (rows past r1 load the last
+// row again), every load issued before any is used.
+template <int kU>
+__device__ __forceinline__ void side_load(const SideArgs& sa, int r, int r1, int lane, uint4 (&g)[kU], uint4 (&x)[kU],
+                                          float (&rs)[kU]) {
+#pragma unroll
+  for (int u = 0; u < kU; ++u) {
+    const int row = min(r + u, r1 - 1);
+    g[u] = __ldg(reinterpret_cast<const uint4*>(sa.g + static_cast<size_t>(row) * sa.ld) + lane);
+    x[u] = __ldg(reinterpret_cast<const uint4*>(sa.x + static_cast<size_t>(row) * sa.ld) + lane);
+    rs[u] = __ldg(sa.rs + static_cast<size_t>(row) * sa.rs_ld);
+  }
+}
+
 // Rows [r0, r1) of the side job by `nw` warps (this one is sw): kU rows per warp step (their loads
 // all issued first), 8 columns a lane.
 template <int kU = kSideUnroll>
@@ -136,13 +161,7 @@ __device__ __forceinline__ void side_rows(const SideArgs& sa, int r0, int r1, in
   for (int r = r0 + sw * kU; r < r1; r += nw * kU) {
     uint4 g[kU], x[kU];
     float rs[kU];
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int row = min(r + u, r1 - 1);
-      g[u] = __ldg(reinterpret_cast<const uint4*>(sa.g + static_cast<size_t>(row) * sa.ld) + lane);
-      x[u] = __ldg(reinterpret_cast<const uint4*>(sa.x + static_cast<size_t>(row) * sa.ld) + lane);
-      rs[u] = __ldg(sa.rs + static_cast<size_t>(row) * sa.rs_ld);
-    }
+    side_load<kU>(sa, r, r1, lane, g, x, rs);
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       float gf[8], xf[8];
@@ -155,21 +174,11 @@ __device__ __forceinline__ void side_rows(const SideArgs& sa, int r0, int r1, in
       for (int e = 0; e < 8; ++e) dot = fmaf(gf[e], xf[e], dot);
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      const float m = dot * (1.f / 256.f);
-      float o8[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o8[e] = rs[u] * (gf[e] - m * xf[e]);
-      if (r + u < r1)
-        reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(r + u) * sa.ld)[lane] =
-            make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]),
-                       pack_bf16x2(o8[6], o8[7]));
+      side_out(sa, r + u, r + u < r1, lane, gf, xf, rs[u], dot * (1.f / 256.f));
     }
   }
 }
 
-// 16th session: side_rows with a step's kU rows taken through each phase together (loads; ĝ and
-// dot products; the shuffle tree of all kU; outputs), so that their dependency chains interleave
-// (one warp per scheduler has nothing else to hide them with). Same arithmetic as side_rows.
 // One step of kU rows r.. (rows past r1 computed, not stored) from their raw g, x̂ and rstd: ĝ and
 // the dot products of every row, then the shuffle tree of all kU, then the outputs — each phase
 // for all rows together, so their dependency chains interleave.
@@ -195,32 +204,23 @@ __device__ __forceinline__ void side_step(const SideArgs& sa, const uint4& w16, 
     for (int u = 0; u < kU; ++u) dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
 #pragma unroll
   for (int u = 0; u < kU; ++u) {
-    float gf[8], xf[8], o8[8];
+    float gf[8], xf[8];
     unpack8(gh[u], gf);
     unpack8(x[u], xf);
-    const float m = dot[u] * (1.f / 256.f);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) o8[e] = rs[u] * (gf[e] - m * xf[e]);
-    if (r + u < r1)
-      reinterpret_cast<uint4*>(sa.out + static_cast<size_t>(r + u) * sa.ld)[lane] =
-          make_uint4(pack_bf16x2(o8[0], o8[1]), pack_bf16x2(o8[2], o8[3]), pack_bf16x2(o8[4], o8[5]),
-                     pack_bf16x2(o8[6], o8[7]));
+    side_out(sa, r + u, r + u < r1, lane, gf, xf, rs[u], dot[u] * (1.f / 256.f));
   }
 }
 
+// 16th session: side_rows with a step's kU rows taken through each phase together (loads; ĝ and
+// dot products; the shuffle tree of all kU; outputs), so that their dependency chains interleave
+// (one warp per scheduler has nothing else to hide them with). Same arithmetic as side_rows.
 template <int kU>
 __device__ __forceinline__ void side_rows_phased(const SideArgs& sa, int r0, int r1, int sw, int nw, int lane) {
   const uint4 w16 = __ldg(reinterpret_cast<const uint4*>(sa.w) + lane);
   for (int r = r0 + sw * kU; r < r1; r += nw * kU) {
     uint4 gh[kU], x[kU];
     float rs[kU];
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      const int row = min(r + u, r1 - 1);
-      gh[u] = __ldg(reinterpret_cast<const uint4*>(sa.g + static_cast<size_t>(row) * sa.ld) + lane);
-      x[u] = __ldg(reinterpret_cast<const uint4*>(sa.x + static_cast<size_t>(row) * sa.ld) + lane);
-      rs[u] = __ldg(sa.rs + static_cast<size_t>(row) * sa.rs_ld);
-    }
+    side_load<kU>(sa, r, r1, lane, gh, x, rs);
     side_step<kU>(sa, w16, gh, x, rs, r, r1, lane);
   }
 }
