@@ -49,6 +49,39 @@ def reference_g(torch, g, x, w, rs):
     return wide_probe.norm_reference(torch, g.view(-1, 256), x.view(-1, 256), w, rs.reshape(-1)).view(m_, k)
 
 
+def open_library(out_dir: str) -> ctypes.CDLL:
+    """wide_probe.cu built (its ptxas report into out_dir), wp_dep_launch declared."""
+    lib = wide_probe.build(out_dir)
+    lib.wp_dep_launch.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p] * 6
+    lib.wp_dep_launch.restype = ctypes.c_int
+    return lib
+
+
+def make_inputs(torch, gen, m: int, n: int, k: int) -> dict:
+    """Random g, x̂ [M, K], w [256], rstd [M, K / 256], B [K, N]; G NaN, ready zero."""
+    return {
+        "g": torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16),
+        "x": torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16),
+        "w": (0.1 * torch.randn(256, device="cuda", generator=gen)).to(torch.bfloat16),
+        "rs": 0.5 + torch.rand(m, k // 256, device="cuda", generator=gen),
+        "b": torch.randn(k, n, device="cuda", generator=gen).to(torch.bfloat16),
+        "G": torch.full((m, k), float("nan"), device="cuda", dtype=torch.bfloat16),
+        "ready": torch.zeros((m // 128) * (k // 256), device="cuda", dtype=torch.int32),
+        "mnk": (m, n, k),
+    }
+
+
+def launch(lib, torch, norm: int, t: dict, c) -> None:
+    """One dep launch (variant `norm`) on torch's current stream; `ready` is the caller's to zero."""
+    stream = torch.cuda.current_stream().cuda_stream
+    rc = lib.wp_dep_launch(
+        norm, t["G"].data_ptr(), t["b"].data_ptr(), c.data_ptr(), *t["mnk"],
+        t["g"].data_ptr(), t["x"].data_ptr(), t["w"].data_ptr(), t["rs"].data_ptr(), t["ready"].data_ptr(), stream,
+    )  # fmt: skip
+    if rc != 0:
+        raise RuntimeError(f"wp_dep_launch({norm}) = {rc}")
+
+
 def main() -> int:
     import torch
 
@@ -56,38 +89,15 @@ def main() -> int:
 
     out = sys.argv[1]
     samples = int(sys.argv[sys.argv.index("--samples") + 1]) if "--samples" in sys.argv else 50
-    lib = wide_probe.build(os.path.dirname(os.path.abspath(out)))
-    lib.wp_dep_launch.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p] * 6
-    lib.wp_dep_launch.restype = ctypes.c_int
+    lib = open_library(os.path.dirname(os.path.abspath(out)))
     flush = timing.L2Flush()
     result = {"device": torch.cuda.get_device_name(), "samples": samples, "checks": [], "timing": []}
     ok_all = True
 
-    def launch(norm, t, c):
-        stream = torch.cuda.current_stream().cuda_stream
-        rc = lib.wp_dep_launch(
-            norm, t["G"].data_ptr(), t["b"].data_ptr(), c.data_ptr(), *t["mnk"],
-            t["g"].data_ptr(), t["x"].data_ptr(), t["w"].data_ptr(), t["rs"].data_ptr(), t["ready"].data_ptr(), stream,
-        )  # fmt: skip
-        if rc != 0:
-            raise RuntimeError(f"wp_dep_launch({norm}) = {rc}")
-
-    def inputs(gen, m, n, k):
-        return {
-            "g": torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16),
-            "x": torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16),
-            "w": (0.1 * torch.randn(256, device="cuda", generator=gen)).to(torch.bfloat16),
-            "rs": 0.5 + torch.rand(m, k // 256, device="cuda", generator=gen),
-            "b": torch.randn(k, n, device="cuda", generator=gen).to(torch.bfloat16),
-            "G": torch.full((m, k), float("nan"), device="cuda", dtype=torch.bfloat16),
-            "ready": torch.zeros((m // 128) * (k // 256), device="cuda", dtype=torch.int32),
-            "mnk": (m, n, k),
-        }
-
     shapes = SHAPES + (SMALL if "--small" in sys.argv else [])
     for si, (m, n, k) in enumerate(shapes):
         for rnd in range(2):
-            t = inputs(torch.Generator(device="cuda").manual_seed(15000 + 10 * si + rnd), m, n, k)
+            t = make_inputs(torch, torch.Generator(device="cuda").manual_seed(15000 + 10 * si + rnd), m, n, k)
             gref = reference_g(torch, t["g"], t["x"], t["w"], t["rs"])
             ref = gref.float() @ t["b"].float()
             rms = float(ref.pow(2).mean().sqrt())
@@ -98,7 +108,7 @@ def main() -> int:
                     t["G"].fill_(float("nan"))
                 t["ready"].zero_()
                 c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-                launch(norm, t, c)
+                launch(lib, torch, norm, t, c)
                 torch.cuda.synchronize()
                 check = {"shape": [m, n, k], "variant": name, "round": rnd}
                 if norm:
@@ -114,7 +124,7 @@ def main() -> int:
                 check["matched"] = float((err <= 0.01 * max(1.0, rms) + 0.01 * ref.abs()).float().mean())
                 first = c.clone()
                 t["ready"].zero_()
-                launch(norm, t, c)
+                launch(lib, torch, norm, t, c)
                 torch.cuda.synchronize()
                 check["deterministic"] = bool(torch.equal(first, c))
                 passed = finite and check["deterministic"] and check["matched"] >= 0.999 and check["err"] < 0.05
@@ -124,7 +134,7 @@ def main() -> int:
                 ok_all &= passed
                 result["checks"].append(check)
                 print(f"check {m}x{n}x{k} {name:8s} r{rnd}: {check}", flush=True)
-        t = inputs(torch.Generator(device="cuda").manual_seed(15100 + si), m, n, k)
+        t = make_inputs(torch, torch.Generator(device="cuda").manual_seed(15100 + si), m, n, k)
         gref = reference_g(torch, t["g"], t["x"], t["w"], t["rs"])
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         row = {"M": m, "N": n, "K": k}
@@ -136,7 +146,7 @@ def main() -> int:
 
             def fn(ready, c, norm=norm, t=t):
                 ready.zero_()
-                launch(norm, t, c)
+                launch(lib, torch, norm, t, c)
 
             ts = timing.time_graph(fn, {"ready": t["ready"], "c": c}, warmups=10, samples=samples, flush=flush)
             row[name] = timing.stats(ts)["median"] / 1e3
