@@ -28,8 +28,15 @@ echo "clone at $(git rev-parse HEAD), status: '$(git status --porcelain | head -
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
 python3 -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])" | tee -a "$OUT/gpu.txt"
 
-if [ -f "$ROOT/.kernel-lab/job.json" ]; then
-  timeout 180 python3 -m cli runner --signing-key "$ROOT/.kernel-lab/runner.pem" --job "$ROOT/.kernel-lab/job.json" \
+# The job claimed for this card (.kernel-lab/job-h200.json, job-h100.json), if one was.
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)" in
+  *H200*) JOB="$ROOT/.kernel-lab/job-h200.json" ;;
+  *H100*) JOB="$ROOT/.kernel-lab/job-h100.json" ;;
+  *) JOB=/nonexistent ;;
+esac
+if [ -f "$JOB" ]; then
+  echo "job $(basename "$JOB")"
+  timeout 180 python3 -m cli runner --signing-key "$ROOT/.kernel-lab/runner.pem" --job "$JOB" \
     --out "$OUT/verified/result.json" > "$OUT/verified/runner.log" 2>&1
   echo "runner rc=$? at $(elapsed) s"
   tail -n 4 "$OUT/verified/runner.log" | cut -c1-300
@@ -46,4 +53,6 @@ echo "op_check rc=$? at $(elapsed) s (limit $left s)"
 echo "shape checks passed: $(grep -cE '^check .*passed=True det=True' "$OUT/op_check/op_check.log") of $(grep -cE '^check ' "$OUT/op_check/op_check.log")"
 grep -E "^check " "$OUT/op_check/op_check.log" | grep -v "passed=True det=True" | head -n 10 | cut -c1-300
 tail -n 8 "$OUT/op_check/op_check.log" | cut -c1-400
+# The device returns a few files per call: everything travels as one archive.
+(cd "$OUT" && tar czf evidence.tgz gpu.txt verified bench op_check && rm -rf verified bench op_check)
 echo "total $(elapsed) s"

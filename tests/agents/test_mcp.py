@@ -163,12 +163,15 @@ async def test_runs_run_compare_implementation_and_reruns_match_the_api(stack):
         runs = await call(mcp, "list_runs", operation=OP, evidence_level="kernelindex_verified", first=10)
         def_id = stack.data("query($n: String!) { definition(name: $n) { id } }", {"n": OP})["definition"]["id"]
         api = stack.data(
-            "query($d: ID!) { runs(filter: {definition: $d, evidenceLevel: KERNELINDEX_VERIFIED}, first: 10) { nodes { id digest } } }",
+            "query($d: ID!) { runs(filter: {definition: $d, evidenceLevel: KERNELINDEX_VERIFIED}, first: 10) {"
+            " nodes { id digest group { title } } } }",
             {"d": def_id},
         )["runs"]["nodes"]
-        # The two reruns signed over the format's digests (data/verified/*-2026-12-03.json).
-        assert [r["digest"] for r in runs["runs"]] == [r["digest"] for r in api] and len(api) == 2
-        first, second = runs["runs"][0], runs["runs"][1]
+        # The three reruns signed over the format's digests: the H200's two (data/verified/*-2026-12-03.json),
+        # one group, and the H100's (*-2026-12-05.json).
+        assert [r["digest"] for r in runs["runs"]] == [r["digest"] for r in api] and len(api) == 3
+        h200 = {r["digest"] for r in api if r["group"]["title"] == "kernelindex-controlled v1 · H200"}
+        first, second = [r for r in runs["runs"] if r["digest"] in h200]
 
         run = await call(mcp, "get_run", id=first["id"])
         api = stack.data(

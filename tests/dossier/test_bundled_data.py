@@ -1,6 +1,6 @@
-"""What `serve` shows from the bundled data: the B200 leaderboard group and our H200 group under
-one operation; our controlled runs in the v1alpha1 format, the four runs of the signed reruns among
-them, with their per-case results."""
+"""What `serve` shows from the bundled data: the B200 leaderboard group and our H200 and H100 groups
+under one operation; our controlled runs in the v1alpha1 format, the four runs of the signed reruns
+among them, with their per-case results."""
 
 from tests.fixtures import BUNDLED_CATALOG_OBJECTS
 
@@ -23,7 +23,11 @@ async def test_both_groups_under_one_operation_and_the_controlled_h200_runs(bund
         "051-attention-qkv-with-qk-norm-single-kernel-backward"
     ]  # the format's name of SOL's 051
     titles = {g["title"]: g for g in ours["comparisonGroups"]}
-    assert set(titles) == {"kernelindex-controlled v1 · H200", "SOL-ExecBench v1.1 · B200"}
+    assert set(titles) == {
+        "kernelindex-controlled v1 · H200",
+        "kernelindex-controlled v1 · H100 80GB HBM3",
+        "SOL-ExecBench v1.1 · B200",
+    }
     # Ranked by the run's primary measurement: the geomean over cases of the per-case medians.
     assert titles["kernelindex-controlled v1 · H200"]["rankRule"] == {"metric": "geomean", "order": "asc"}
     assert titles["SOL-ExecBench v1.1 · B200"]["rankRule"] == {"metric": "sol_score", "order": "desc"}
@@ -34,14 +38,26 @@ async def test_both_groups_under_one_operation_and_the_controlled_h200_runs(bund
     assert h200["size"] == 29
     assert h200["leader"]["implementation"]["name"] == "kernelindex-051-ext-hybrid"
     assert h200["leader"]["primaryMeasurement"]["valueNs"] == 28_650
-    # Verified: only the new reruns, signed over the format's digests (data/verified/*-2026-12-03.json,
-    # runner key kernelindex-lent-h200-3); the older signed files cover older digests.
-    verified = {e["node"]["implementation"]["name"]: e["node"] for e in data["verified"]["edges"]}
-    assert set(verified) == {"kernelindex-051-ext-streamnorm", "kernelindex-051-ext-hybrid"}
+    # The H100 (2026-12-05, data/controlled/h100-051-2026-12-05): one side-by-side run of the six
+    # implementations and the signed rerun of ext-hybrid; #1 is ext-hybrid's side-by-side run.
+    h100 = titles["kernelindex-controlled v1 · H100 80GB HBM3"]
+    assert h100["gpu"]["product"] == "NVIDIA H100 80GB HBM3" and h100["size"] == 7
+    assert h100["rankRule"] == {"metric": "geomean", "order": "asc"}
+    assert h100["leader"]["implementation"]["name"] == "kernelindex-051-ext-hybrid"
+    assert h100["leader"]["primaryMeasurement"]["valueNs"] == 30_888
+    # Verified: only the reruns signed over the format's digests (data/verified/*-2026-12-03.json,
+    # runner key kernelindex-lent-h200-3; *-2026-12-05.json, kernelindex-lent-4); the older signed
+    # files cover older digests.
+    verified = {(e["node"]["implementation"]["name"], e["node"]["group"]["title"]): e["node"] for e in data["verified"]["edges"]}
+    assert set(verified) == {
+        ("kernelindex-051-ext-streamnorm", "kernelindex-controlled v1 · H200"),
+        ("kernelindex-051-ext-hybrid", "kernelindex-controlled v1 · H200"),
+        ("kernelindex-051-ext-hybrid", "kernelindex-controlled v1 · H100 80GB HBM3"),
+    }
     for run in verified.values():
-        assert run["group"]["title"] == "kernelindex-controlled v1 · H200"
         assert run["aggregates"]["casesPassed"] == 16 and all(len(c["samplesNs"]) == 50 for c in run["cases"])
-    assert verified["kernelindex-051-ext-hybrid"]["aggregates"]["geomeanLatencyNs"] == 29_045
+    assert verified["kernelindex-051-ext-hybrid", "kernelindex-controlled v1 · H200"]["aggregates"]["geomeanLatencyNs"] == 29_045
+    assert verified["kernelindex-051-ext-hybrid", "kernelindex-controlled v1 · H100 80GB HBM3"]["aggregates"]["geomeanLatencyNs"] == 31_155
 
     runs, after = [], None
     while True:  # pages of 10 (each run's 16 cases with their samples weigh on the cost limit)
@@ -59,13 +75,17 @@ async def test_both_groups_under_one_operation_and_the_controlled_h200_runs(bund
         if not page["pageInfo"]["hasNextPage"]:
             break
         after = page["pageInfo"]["endCursor"]
-    assert len(runs) == 27
+    assert len(runs) == 27 + 6
+    products = {"kernelindex-controlled v1 · H200": "NVIDIA H200", "kernelindex-controlled v1 · H100 80GB HBM3": "NVIDIA H100 80GB HBM3"}
+    assert [products[r["group"]["title"]] for r in runs].count("NVIDIA H100 80GB HBM3") == 6
     for run in runs:
-        assert run["status"] == "passed" and run["environment"]["gpu"]["product"] == "NVIDIA H200"
-        assert run["group"]["title"] == "kernelindex-controlled v1 · H200"
+        assert run["status"] == "passed" and run["environment"]["gpu"]["product"] == products[run["group"]["title"]]
         assert run["aggregates"]["casesPassed"] == 16 and len(run["cases"]) == 16
         assert all(len(c["samplesNs"]) == 50 for c in run["cases"])
-        assert {a["name"] for a in run["artifacts"]} >= {"rawSamples", "logs"}
+        # Runs re-expressed from the older dialect name their cli.log too; the harness writes a
+        # run's manifest before its own log is complete, so a new run names its raw samples.
+        expected = {"rawSamples", "logs"} if products[run["group"]["title"]] == "NVIDIA H200" else {"rawSamples"}
+        assert {a["name"] for a in run["artifacts"]} >= expected
     # The four runs of the signed reruns name their envelope and runner log as evidence.
     signed = {
         r["implementation"]["name"]: r["aggregates"]["geomeanLatencyNs"]
