@@ -10,7 +10,7 @@
 
   python lab/qkv_qknorm_backward/op_check.py OUT.json --impls ext-portable,ext-fused [--samples 30]
         [--no-check] [--no-time] [--shapes long] [--subset-impls ext-fused@c4-w4-x1,...]
-        [--time-only ext-fused@diag-notransform,...]
+        [--time-only ext-fused@diag-notransform,lab:dbg-gemm,...]
 
 An implementation may be named `impl@mode` (the op's impl_mode; `auto` otherwise). --subset-impls
 are checked on SUBSET_SHAPES only, then timed; --time-only ones are timed, never checked (the
@@ -137,6 +137,18 @@ def check_impl(name: str, shapes, result: dict) -> bool:
     return ok_all
 
 
+def _timed(name: str, torch_op):
+    """fn(**inputs) for a timed column: an implementation through the torch op, or `lab:MODE`, a
+    part of ext-streamnorm alone (debug.py: `lab:dbg-gemm`, its GEMM kernel on a G of garbage;
+    `lab:dbg-norm`, its norm kernel) — wrong results, so --time-only."""
+    if name.startswith("lab:"):
+        import debug  # beside this script
+
+        mode = name.removeprefix("lab:")
+        return lambda **inputs: debug.streamnorm_qkv_qknorm_backward(mode=mode, **inputs)
+    return torch_op.call(*_impl_mode(name))
+
+
 def time_all(names: list[str], samples: int, result: dict) -> None:
     import limits  # beside this script
     import torch
@@ -148,7 +160,7 @@ def time_all(names: list[str], samples: int, result: dict) -> None:
 
     product = torch.cuda.get_device_name(0)
     flush = timing.L2Flush()
-    fns = {n: torch_op.call(*_impl_mode(n)) for n in names}
+    fns = {n: _timed(n, torch_op) for n in names}
     rows = []
     for i, (b, s) in enumerate(d.CASE_SHAPES):
         t = b * s
