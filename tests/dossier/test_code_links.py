@@ -26,9 +26,9 @@ async def test_verified_runs_name_the_commit_of_their_code(api, db, mongo_uri):
     )["runs"]["edges"]
     codes = [(e["node"]["implementation"]["name"], e["node"]["implementation"]["code"]) for e in edges]
     # The reruns signed over v1alpha1 digests (2026-12-03: ext-streamnorm, ext-hybrid; 2026-12-05:
-    # ext-hybrid's next revision): revisions whose commit is in their manifest
-    # (projectRevision.commit) and whose files are pinned in data/code-pins.json.
-    assert sorted(name for name, _ in codes) == ["kernelindex-051-ext-hybrid"] * 2 + ["kernelindex-051-ext-streamnorm"]
+    # ext-hybrid's next revision on an H100 and an H200): revisions whose commit is in their
+    # manifest (projectRevision.commit) and whose files are pinned in data/code-pins.json.
+    assert sorted(name for name, _ in codes) == ["kernelindex-051-ext-hybrid"] * 3 + ["kernelindex-051-ext-streamnorm"]
     hybrids = {code["digest"] for name, code in codes if name == "kernelindex-051-ext-hybrid"}
     assert len(hybrids) == 2
     for digest in hybrids:

@@ -71,11 +71,11 @@ async def test_older_dialect_runs_are_superseded_with_the_same_measurements(api,
     current = [r for r in await _served_runs(api) if r["current"]]
     served = [r for r in current if any(label["key"] == "reexpressed_from" for label in r["labels"])]
     assert len(served) == 27
-    # Beside them, the three reruns signed over the format's digests (data/verified/*-2026-12-03.json,
-    # *-2026-12-05.json) and the six runs `kernelindex bench` wrote in the format itself
-    # (data/controlled/h100-051-2026-12-05).
+    # Beside them, the four reruns signed over the format's digests (data/verified/*-2026-12-03.json,
+    # *-2026-12-05.json) and the twelve runs `kernelindex bench` wrote in the format itself
+    # (data/controlled/h100-051-2026-12-05, h200-051-2026-12-05).
     others = sorted(r["evidenceLevel"] for r in current if r not in served)
-    assert others == ["KERNELINDEX_VERIFIED"] * 3 + ["REPRODUCIBLE"] * 6
+    assert others == ["KERNELINDEX_VERIFIED"] * 4 + ["REPRODUCIBLE"] * 12
     workloads = {doc["_id"]: doc async for doc in db.workloads.find({})}
     for run in served:
         labels = {label["key"]: label["value"] for label in run["labels"]}
