@@ -29,7 +29,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,
 python3 -c "import torch, sys; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])" | tee -a "$OUT/gpu.txt"
 
 # The job claimed for this card (.kernel-lab/job-h200.json, job-h100.json), if one was.
-case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)" in
+case "$(head -n 1 "$OUT/gpu.txt")" in  # the card's name leads nvidia-smi's line above
   *H200*) JOB="$ROOT/.kernel-lab/job-h200.json" ;;
   *H100*) JOB="$ROOT/.kernel-lab/job-h100.json" ;;
   *) JOB=/nonexistent ;;
